@@ -1,0 +1,527 @@
+//! Configuration: the layers DESIGN.md names, merged key by key, remembering where each value
+//! came from.
+//!
+//! Layers, lowest precedence first: built-in defaults, the user file
+//! (`$XDG_CONFIG_HOME/wright/config.toml`), each workspace root's `.wright/config.toml`, the
+//! client's `initializationOptions`, the client's `workspace/didChangeConfiguration` settings,
+//! and the environment. Invariants: a bad layer never stops the server (its problems are
+//! collected and reported, and its valid keys still apply); a secret's value never appears in
+//! any rendering of the configuration; a workspace file cannot set where credentials are sent.
+
+mod schema;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value as Json;
+
+pub use schema::{KEYS, KeySpec};
+
+/// Where a value came from, in the words a user would look for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    UserFile(PathBuf),
+    WorkspaceFile(PathBuf),
+    InitializationOptions,
+    ClientSettings,
+    Environment(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::UserFile(path) => write!(f, "user file {}", path.display()),
+            Self::WorkspaceFile(path) => write!(f, "workspace file {}", path.display()),
+            Self::InitializationOptions => f.write_str("initializationOptions"),
+            Self::ClientSettings => f.write_str("workspace/didChangeConfiguration"),
+            Self::Environment(var) => write!(f, "environment {var}"),
+        }
+    }
+}
+
+/// Something wrong with one layer: reported to the user, never fatal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub source: Source,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.source, self.message)
+    }
+}
+
+/// The state of a configuration file, for `wright doctor`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileState {
+    Missing,
+    Loaded,
+    Invalid,
+}
+
+impl fmt::Display for FileState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Missing => "not found",
+            Self::Loaded => "loaded",
+            Self::Invalid => "invalid (see problems)",
+        })
+    }
+}
+
+/// One layer's accepted values, and what was wrong with the rest of it.
+#[derive(Clone, Debug)]
+struct Layer {
+    source: Source,
+    values: BTreeMap<&'static str, String>,
+    problems: Vec<Problem>,
+}
+
+impl Layer {
+    fn empty(source: Source) -> Self {
+        Self {
+            source,
+            values: BTreeMap::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn problem(&mut self, message: String) {
+        self.problems.push(Problem {
+            source: self.source.clone(),
+            message,
+        });
+    }
+
+    /// Takes the keys of a JSON object (TOML is converted to JSON first), nested or dotted,
+    /// `snake_case` or `camelCase`, checking each against the schema.
+    fn from_json(source: Source, value: &Json) -> Self {
+        let mut layer = Self::empty(source);
+        match value {
+            Json::Null => {}
+            Json::Object(_) => layer.take_object("", value),
+            other => layer.problem(format!("expected a table of settings, found {other}")),
+        }
+        layer
+    }
+
+    fn take_object(&mut self, prefix: &str, value: &Json) {
+        let Json::Object(map) = value else { return };
+        for (name, value) in map {
+            let key = if prefix.is_empty() {
+                snake_case(name)
+            } else {
+                format!("{prefix}.{}", snake_case(name))
+            };
+            match (value, schema::find(&key)) {
+                // Clients send null for a setting the user left unset.
+                (Json::Null, _) => {}
+                (_, Some(spec)) => self.take_value(spec, value),
+                (Json::Object(_), None) if schema::is_section(&key) => {
+                    self.take_object(&key, value)
+                }
+                (_, None) => self.problem(format!("unknown key `{key}` (ignored)")),
+            }
+        }
+    }
+
+    fn take_value(&mut self, spec: &'static KeySpec, value: &Json) {
+        if matches!(self.source, Source::WorkspaceFile(_)) && !spec.workspace_file {
+            self.problem(format!(
+                "`{}` may not be set in a workspace file: a repository must not choose where \
+                 your credentials go; set it in your user file or the environment",
+                spec.key
+            ));
+            return;
+        }
+        match value {
+            Json::String(text) => match (spec.validate)(text) {
+                Ok(()) => {
+                    self.values.insert(spec.key, text.clone());
+                }
+                Err(why) => self.problem(format!("`{}`: {why} (ignored)", spec.key)),
+            },
+            other => self.problem(format!(
+                "`{}` must be a string, found {other} (ignored)",
+                spec.key
+            )),
+        }
+    }
+}
+
+/// `baseUrl` → `base_url`; already snake-case names pass through.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for ch in name.chars() {
+        if ch.is_ascii_uppercase() {
+            out.push('_');
+            out.push(ch.to_ascii_lowercase());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// The configuration files a server or command reads, and the client and environment layers.
+#[derive(Clone, Debug)]
+pub struct Layers {
+    user_file: Option<PathBuf>,
+    files: Vec<(PathBuf, FileState, Layer)>,
+    initialization_options: Option<Layer>,
+    client_settings: Option<Layer>,
+    /// One layer per variable, so each value names the variable it came from.
+    environment: Vec<Layer>,
+}
+
+impl Layers {
+    /// Reads the user file (when a path is known), each root's workspace file, and the
+    /// environment through `env` (the process environment in production, a map in tests).
+    pub fn load(
+        user_file: Option<PathBuf>,
+        roots: &[PathBuf],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Self {
+        let mut layers = Self {
+            user_file,
+            files: Vec::new(),
+            initialization_options: None,
+            client_settings: None,
+            environment: environment_layers(env),
+        };
+        layers.reload_files(roots);
+        layers
+    }
+
+    /// Re-reads every file, for example after a watched file changed or the workspace folders
+    /// did.
+    pub fn reload_files(&mut self, roots: &[PathBuf]) {
+        self.files.clear();
+        if let Some(path) = self.user_file.clone() {
+            let layer = read_file(&path, Source::UserFile(path.clone()));
+            self.files.push((path, layer.0, layer.1));
+        }
+        for root in roots {
+            let path = workspace_file(root);
+            let layer = read_file(&path, Source::WorkspaceFile(path.clone()));
+            self.files.push((path, layer.0, layer.1));
+        }
+    }
+
+    pub fn set_initialization_options(&mut self, options: &Json) {
+        self.initialization_options = Some(Layer::from_json(
+            Source::InitializationOptions,
+            client_section(options),
+        ));
+    }
+
+    pub fn set_client_settings(&mut self, settings: &Json) {
+        self.client_settings = Some(Layer::from_json(
+            Source::ClientSettings,
+            client_section(settings),
+        ));
+    }
+
+    /// Whether `path` is one of the configuration files, so a change to it means a reload.
+    pub fn is_config_file(&self, path: &Path) -> bool {
+        self.files.iter().any(|(file, _, _)| file == path)
+    }
+
+    /// The files considered, in precedence order, with what became of each.
+    pub fn files(&self) -> impl Iterator<Item = (&Path, &FileState)> {
+        self.files
+            .iter()
+            .map(|(path, state, _)| (path.as_path(), state))
+    }
+
+    fn layers(&self) -> impl Iterator<Item = &Layer> {
+        self.files
+            .iter()
+            .map(|(_, _, layer)| layer)
+            .chain(&self.initialization_options)
+            .chain(&self.client_settings)
+            .chain(&self.environment)
+    }
+
+    /// Merges the layers: for each key, the value of the last layer that set it.
+    pub fn resolve(&self) -> Config {
+        let mut values: BTreeMap<&'static str, Setting> = KEYS
+            .iter()
+            .filter_map(|spec| {
+                let value = spec.default?;
+                Some((
+                    spec.key,
+                    Setting::new(spec, value.to_owned(), Source::Default),
+                ))
+            })
+            .collect();
+        let mut problems = Vec::new();
+        for layer in self.layers() {
+            for (&key, value) in &layer.values {
+                let spec = schema::find(key).expect("layers only hold schema keys");
+                values.insert(key, Setting::new(spec, value.clone(), layer.source.clone()));
+            }
+            problems.extend(layer.problems.iter().cloned());
+        }
+        Config { values, problems }
+    }
+}
+
+/// VS Code and others send settings under the extension's section (`{"wright": {...}}`); other
+/// clients send the table itself. Both mean the same.
+fn client_section(value: &Json) -> &Json {
+    match value.get("wright") {
+        Some(section @ Json::Object(_)) => section,
+        _ => value,
+    }
+}
+
+fn environment_layers(env: &dyn Fn(&str) -> Option<String>) -> Vec<Layer> {
+    KEYS.iter()
+        .filter_map(|spec| {
+            let var = spec.env?;
+            let value = env(var).filter(|value| !value.is_empty())?;
+            let mut layer = Layer::empty(Source::Environment(var));
+            layer.take_value(spec, &Json::String(value));
+            Some(layer)
+        })
+        .collect()
+}
+
+fn read_file(path: &Path, source: Source) -> (FileState, Layer) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return (FileState::Missing, Layer::empty(source));
+        }
+        Err(err) => {
+            let mut layer = Layer::empty(source);
+            layer.problem(format!("cannot read: {err}"));
+            return (FileState::Invalid, layer);
+        }
+    };
+    match toml::from_str::<toml::Table>(&text) {
+        Ok(table) => {
+            let json = serde_json::to_value(table).unwrap_or(Json::Null);
+            (FileState::Loaded, Layer::from_json(source, &json))
+        }
+        Err(err) => {
+            let mut layer = Layer::empty(source);
+            layer.problem(format!("not valid TOML, file ignored: {}", err.message()));
+            if let Some(span) = err.span() {
+                let line = text[..span.start].lines().count().max(1);
+                layer.problems.last_mut().expect("just pushed").message +=
+                    &format!(" (line {line})");
+            }
+            (FileState::Invalid, layer)
+        }
+    }
+}
+
+/// `$XDG_CONFIG_HOME/wright/config.toml`, falling back to `~/.config`.
+pub fn user_file(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let base = env("XDG_CONFIG_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".config")))?;
+    Some(base.join("wright").join("config.toml"))
+}
+
+/// `<root>/.wright/config.toml`.
+pub fn workspace_file(root: &Path) -> PathBuf {
+    root.join(".wright").join("config.toml")
+}
+
+/// One resolved setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    value: String,
+    secret: bool,
+    pub source: Source,
+}
+
+impl Setting {
+    fn new(spec: &KeySpec, value: String, source: Source) -> Self {
+        Self {
+            value,
+            secret: spec.secret,
+            source,
+        }
+    }
+
+    /// The value as it may be shown: secrets become `<set>`.
+    pub fn display_value(&self) -> &str {
+        if self.secret { "<set>" } else { &self.value }
+    }
+}
+
+/// The merged configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    values: BTreeMap<&'static str, Setting>,
+    problems: Vec<Problem>,
+}
+
+impl Config {
+    /// Every key of the schema, set or not, in schema order, for reports.
+    pub fn settings(&self) -> impl Iterator<Item = (&'static KeySpec, Option<&Setting>)> {
+        KEYS.iter().map(|spec| (spec, self.values.get(spec.key)))
+    }
+
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The raw value of a key. Secrets too: the caller that asks for a key's value is the one
+    /// that sends it to its provider, and must not log it.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(|setting| setting.value.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("wright-config-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn later_layers_win_and_each_value_names_its_source() {
+        let dir = temp_dir("layers");
+        let user = dir.join("user.toml");
+        std::fs::write(&user, "model = \"openai/from-user\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:1/v1\"\n").unwrap();
+        let root = dir.join("ws");
+        std::fs::create_dir_all(root.join(".wright")).unwrap();
+        std::fs::write(workspace_file(&root), "model = \"openai/from-workspace\"\n").unwrap();
+
+        let env = |var: &str| (var == "OPENAI_API_KEY").then(|| "sk-secret".to_owned());
+        let mut layers = Layers::load(Some(user.clone()), std::slice::from_ref(&root), &env);
+        let config = layers.resolve();
+        assert_eq!(config.get("model"), Some("openai/from-workspace"));
+        assert_eq!(
+            config.get("providers.openai.base_url"),
+            Some("http://127.0.0.1:1/v1")
+        );
+        let key = config.values.get("providers.openai.api_key").unwrap();
+        assert_eq!(key.display_value(), "<set>");
+        assert_eq!(key.source, Source::Environment("OPENAI_API_KEY"));
+
+        layers.set_initialization_options(&json!({"model": "openai/from-init"}));
+        assert_eq!(layers.resolve().get("model"), Some("openai/from-init"));
+        layers.set_client_settings(&json!({"wright": {"model": "anthropic/from-settings"}}));
+        let config = layers.resolve();
+        assert_eq!(config.get("model"), Some("anthropic/from-settings"));
+        assert_eq!(config.values["model"].source, Source::ClientSettings);
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_types_are_reported_and_the_rest_still_applies() {
+        let mut layers = Layers::load(None, &[], &no_env);
+        layers.set_initialization_options(&json!({
+            "model": "openai/gpt-4.1",
+            "modle": "typo",
+            "providers": {"openai": {"baseUrl": 42, "colour": "red"}},
+            "log": null,
+        }));
+        let config = layers.resolve();
+        assert_eq!(config.get("model"), Some("openai/gpt-4.1"));
+        let messages: Vec<String> = config.problems().iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(messages.iter().any(|m| m.contains("unknown key `modle`")));
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("unknown key `providers.openai.colour`"))
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("`providers.openai.base_url` must be a string"))
+        );
+    }
+
+    #[test]
+    fn a_workspace_file_cannot_redirect_credentials() {
+        let dir = temp_dir("redirect");
+        std::fs::create_dir_all(dir.join(".wright")).unwrap();
+        std::fs::write(
+            workspace_file(&dir),
+            "[providers.openai]\nbase_url = \"http://attacker.example/v1\"\napi_key = \"x\"\n",
+        )
+        .unwrap();
+        let config = Layers::load(None, std::slice::from_ref(&dir), &no_env).resolve();
+        assert_eq!(
+            config.get("providers.openai.base_url"),
+            Some("https://api.openai.com/v1")
+        );
+        assert_eq!(
+            config.values["providers.openai.base_url"].source,
+            Source::Default
+        );
+        assert_eq!(config.get("providers.openai.api_key"), None);
+        assert_eq!(config.problems().len(), 2);
+    }
+
+    #[test]
+    fn a_broken_file_is_reported_with_its_line_and_ignored() {
+        let dir = temp_dir("broken");
+        let user = dir.join("config.toml");
+        std::fs::write(&user, "model = \"openai/x\"\nthis is not toml\n").unwrap();
+        let layers = Layers::load(Some(user.clone()), &[], &no_env);
+        assert_eq!(layers.files().next().unwrap().1, &FileState::Invalid);
+        let config = layers.resolve();
+        assert_eq!(config.get("model"), None);
+        let problem = config.problems()[0].to_string();
+        assert!(
+            problem.contains("not valid TOML") && problem.contains("line 2"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn invalid_values_are_refused_with_the_reason() {
+        let env = |var: &str| match var {
+            "WRIGHT_MODEL" => Some("gpt-4.1".to_owned()),
+            "OPENAI_BASE_URL" => Some("localhost:11434".to_owned()),
+            _ => None,
+        };
+        let config = Layers::load(None, &[], &env).resolve();
+        assert_eq!(config.get("model"), None);
+        let messages: Vec<String> = config.problems().iter().map(ToString::to_string).collect();
+        assert!(
+            messages[0].starts_with("environment WRIGHT_MODEL: `model`: expected PROVIDER/MODEL"),
+            "{messages:?}"
+        );
+        assert!(messages[1].contains("http:// or https://"), "{messages:?}");
+    }
+
+    #[test]
+    fn user_file_follows_xdg_then_home() {
+        let xdg = |var: &str| (var == "XDG_CONFIG_HOME").then(|| "/x/cfg".to_owned());
+        assert_eq!(
+            user_file(&xdg),
+            Some(PathBuf::from("/x/cfg/wright/config.toml"))
+        );
+        let home = |var: &str| (var == "HOME").then(|| "/home/u".to_owned());
+        assert_eq!(
+            user_file(&home),
+            Some(PathBuf::from("/home/u/.config/wright/config.toml"))
+        );
+        assert_eq!(user_file(&no_env), None);
+    }
+}

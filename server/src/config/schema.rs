@@ -1,0 +1,139 @@
+//! The configuration keys wright knows: name, environment variable, default, and checks.
+//!
+//! A key is added here by the issue that gives it an effect; a key that does nothing is not
+//! listed, so a user setting it is told it is unknown rather than silently ignored.
+
+/// One configuration key.
+#[derive(Debug)]
+pub struct KeySpec {
+    /// Dotted name, as in the TOML file (`providers.openai.base_url`).
+    pub key: &'static str,
+    /// The environment variable that sets it, highest precedence.
+    pub env: Option<&'static str>,
+    pub default: Option<&'static str>,
+    /// Never shown, never logged.
+    pub secret: bool,
+    /// Whether a repository's `.wright/config.toml` may set it. Keys that decide where a
+    /// credential is sent may not: cloning a repository must not redirect your API key.
+    pub workspace_file: bool,
+    pub doc: &'static str,
+    pub validate: fn(&str) -> Result<(), String>,
+}
+
+pub static KEYS: &[KeySpec] = &[
+    KeySpec {
+        key: "model",
+        env: Some("WRIGHT_MODEL"),
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "the model for agent tasks, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5)",
+        validate: validate_model,
+    },
+    KeySpec {
+        key: "providers.openai.base_url",
+        env: Some("OPENAI_BASE_URL"),
+        default: Some("https://api.openai.com/v1"),
+        secret: false,
+        workspace_file: false,
+        doc: "any OpenAI-compatible Chat Completions endpoint (Ollama, llama.cpp, vLLM, LM Studio)",
+        validate: validate_url,
+    },
+    KeySpec {
+        key: "providers.openai.api_key",
+        env: Some("OPENAI_API_KEY"),
+        default: None,
+        secret: true,
+        workspace_file: false,
+        doc: "the key sent to providers.openai.base_url",
+        validate: validate_nonempty,
+    },
+    KeySpec {
+        key: "providers.anthropic.base_url",
+        env: Some("ANTHROPIC_BASE_URL"),
+        default: Some("https://api.anthropic.com"),
+        secret: false,
+        workspace_file: false,
+        doc: "the Anthropic Messages API endpoint",
+        validate: validate_url,
+    },
+    KeySpec {
+        key: "providers.anthropic.api_key",
+        env: Some("ANTHROPIC_API_KEY"),
+        default: None,
+        secret: true,
+        workspace_file: false,
+        doc: "the key sent to providers.anthropic.base_url",
+        validate: validate_nonempty,
+    },
+];
+
+pub fn find(key: &str) -> Option<&'static KeySpec> {
+    KEYS.iter().find(|spec| spec.key == key)
+}
+
+/// Whether `prefix` is a table that holds keys (`providers`, `providers.openai`).
+pub fn is_section(prefix: &str) -> bool {
+    KEYS.iter().any(|spec| {
+        spec.key
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
+fn validate_model(value: &str) -> Result<(), String> {
+    match value.split_once('/') {
+        Some((provider, model)) if !provider.is_empty() && !model.is_empty() => Ok(()),
+        _ => Err(format!(
+            "expected PROVIDER/MODEL such as openai/gpt-4.1, found {value:?}"
+        )),
+    }
+}
+
+fn validate_url(value: &str) -> Result<(), String> {
+    if value.starts_with("http://") || value.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a URL starting with http:// or https://, found {value:?}"
+        ))
+    }
+}
+
+fn validate_nonempty(value: &str) -> Result<(), String> {
+    if value.trim().is_empty() {
+        Err("must not be empty".to_owned())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_prefixes_of_keys_at_a_dot() {
+        assert!(is_section("providers"));
+        assert!(is_section("providers.openai"));
+        assert!(!is_section("provider"));
+        assert!(!is_section("model"));
+    }
+
+    #[test]
+    fn every_key_is_snake_case_and_documented() {
+        for spec in KEYS {
+            assert!(
+                spec.key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_' || c == '.'),
+                "{}",
+                spec.key
+            );
+            assert!(!spec.doc.is_empty());
+            if let Some(default) = spec.default {
+                assert_eq!((spec.validate)(default), Ok(()), "{}", spec.key);
+            }
+        }
+    }
+}

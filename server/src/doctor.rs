@@ -1,0 +1,102 @@
+//! `wright doctor`: what wright would use, and where each part of it came from.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::config::{self, Layers};
+
+/// The facts doctor reports, gathered once and rendered as text or JSON.
+pub struct Report {
+    root: PathBuf,
+    log: String,
+    layers: Layers,
+}
+
+impl Report {
+    /// Gathers the configuration for `root` from the files and `env`.
+    pub fn gather(root: &Path, log: String, env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let layers = Layers::load(config::user_file(env), &[root.to_path_buf()], env);
+        Self {
+            root: root.to_path_buf(),
+            log,
+            layers,
+        }
+    }
+
+    /// Whether something is wrong enough to fail a check (a configuration file that could not
+    /// be read or parsed). Unknown keys and refused values are warnings only.
+    pub fn has_errors(&self) -> bool {
+        self.layers
+            .files()
+            .any(|(_, state)| *state == config::FileState::Invalid)
+    }
+
+    pub fn to_json(&self) -> Value {
+        let config = self.layers.resolve();
+        json!({
+            "version": crate::VERSION,
+            "root": self.root,
+            "log": self.log,
+            "config_files": self.layers.files().map(|(path, state)| json!({
+                "path": path,
+                "state": state.to_string(),
+            })).collect::<Vec<_>>(),
+            "settings": config.settings().map(|(spec, setting)| json!({
+                "key": spec.key,
+                "value": setting.map(|s| s.display_value()),
+                "source": setting.map(|s| s.source.to_string()),
+                "env": spec.env,
+            })).collect::<Vec<_>>(),
+            "problems": config.problems().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let config = self.layers.resolve();
+        let mut out = String::new();
+        let _ = writeln!(out, "wright {}", crate::VERSION);
+        let _ = writeln!(out, "root: {}", self.root.display());
+        let _ = writeln!(out, "log: {}", self.log);
+        let _ = writeln!(out, "\nconfiguration files (later ones win):");
+        let files: Vec<_> = self.layers.files().collect();
+        if files.is_empty() {
+            let _ = writeln!(out, "  none: neither XDG_CONFIG_HOME nor HOME is set");
+        }
+        for (path, state) in files {
+            let _ = writeln!(out, "  {}: {state}", path.display());
+        }
+        let _ = writeln!(
+            out,
+            "\nsettings (then initializationOptions and client settings from an editor):"
+        );
+        for (spec, setting) in config.settings() {
+            match setting {
+                Some(setting) => {
+                    let _ = writeln!(
+                        out,
+                        "  {} = {}   ({})",
+                        spec.key,
+                        setting.display_value(),
+                        setting.source
+                    );
+                }
+                None => {
+                    let env = spec
+                        .env
+                        .map(|var| format!("; set {var}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "  {} is not set   ({}{env})", spec.key, spec.doc);
+                }
+            }
+        }
+        if !config.problems().is_empty() {
+            let _ = writeln!(out, "\nproblems:");
+            for problem in config.problems() {
+                let _ = writeln!(out, "  {problem}");
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,12 @@
+//! wright: a language server that hosts a coding agent.
+//!
+//! The binary (`main.rs`) is a thin command line over these modules; `docs/architecture.md`
+//! is the map of what each owns and the invariants it keeps.
+
+pub mod buffers;
+pub mod config;
+pub mod doctor;
+pub mod lsp;
+
+/// The version of this build, as reported by `--version`, `serverInfo` and `wright/status`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

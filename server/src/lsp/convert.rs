@@ -1,0 +1,160 @@
+//! Conversions between LSP types and the byte-offset, path-based types below `lsp/`.
+
+use std::path::PathBuf;
+
+use tower_lsp_server::ls_types as lsp;
+
+use crate::buffers::{DocumentKey, Position, PositionEncoding, TextChange};
+
+pub fn document_key(uri: &lsp::Uri) -> DocumentKey {
+    match uri.to_file_path() {
+        Some(path) => DocumentKey::File(path.into_owned()),
+        None => DocumentKey::Other(uri.as_str().to_owned()),
+    }
+}
+
+/// The URI a client would use for a document key.
+pub fn document_uri(key: &DocumentKey) -> String {
+    match key {
+        DocumentKey::File(path) => lsp::Uri::from_file_path(path)
+            .map(|uri| uri.as_str().to_owned())
+            .unwrap_or_else(|| path.display().to_string()),
+        DocumentKey::Other(uri) => uri.clone(),
+    }
+}
+
+/// The path of a `file:` URI; `None` for other schemes, which name no workspace root.
+pub fn file_path(uri: &lsp::Uri) -> Option<PathBuf> {
+    uri.to_file_path().map(|path| path.into_owned())
+}
+
+pub fn position(position: lsp::Position) -> Position {
+    Position::new(position.line, position.character)
+}
+
+pub fn text_changes(changes: Vec<lsp::TextDocumentContentChangeEvent>) -> Vec<TextChange> {
+    changes
+        .into_iter()
+        .map(|change| TextChange {
+            range: change
+                .range
+                .map(|range| (position(range.start), position(range.end))),
+            text: change.text,
+        })
+        .collect()
+}
+
+/// The encoding to use, from the client's `general.positionEncodings`.
+pub fn negotiate_encoding(capabilities: &lsp::ClientCapabilities) -> PositionEncoding {
+    let offered = capabilities
+        .general
+        .as_ref()
+        .and_then(|general| general.position_encodings.as_deref())
+        .unwrap_or_default();
+    PositionEncoding::negotiate(offered.iter().map(|kind| kind.as_str()))
+}
+
+pub fn encoding_kind(encoding: PositionEncoding) -> lsp::PositionEncodingKind {
+    match encoding {
+        PositionEncoding::Utf8 => lsp::PositionEncodingKind::UTF8,
+        PositionEncoding::Utf16 => lsp::PositionEncodingKind::UTF16,
+        PositionEncoding::Utf32 => lsp::PositionEncodingKind::UTF32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Random edit sequences, sent as LSP change events through the same conversion the
+    //! `didChange` handler uses, must leave the buffer equal to a naive string model, in every
+    //! encoding, including positions out of range and inside surrogate pairs and CRLFs.
+
+    use proptest::prelude::*;
+    use wright_tests::text_model::{self, Encoding, LineRange};
+
+    use super::*;
+    use crate::buffers::{Buffers, Document, DocumentKey};
+
+    /// Pieces chosen to hit every rule: multi-byte, astral (surrogate pairs), all three
+    /// terminators, and a lone `\r` that an insertion may join with a `\n`.
+    const PIECES: &[&str] = &[
+        "a",
+        "xyz",
+        "é",
+        "日本",
+        "😀",
+        "👩‍💻",
+        "\n",
+        "\r\n",
+        "\r",
+        " ",
+        "\t",
+    ];
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(PIECES), 0..12).prop_map(|p| p.concat())
+    }
+
+    fn position() -> impl Strategy<Value = (u32, u32)> {
+        (0u32..8, 0u32..14)
+    }
+
+    fn change() -> impl Strategy<Value = (Option<LineRange>, String)> {
+        (
+            prop::option::weighted(0.9, (position(), position())),
+            text(),
+        )
+    }
+
+    fn encoding_of(encoding: Encoding) -> PositionEncoding {
+        match encoding {
+            Encoding::Utf8 => PositionEncoding::Utf8,
+            Encoding::Utf16 => PositionEncoding::Utf16,
+            Encoding::Utf32 => PositionEncoding::Utf32,
+        }
+    }
+
+    fn event(range: Option<LineRange>, text: &str) -> lsp::TextDocumentContentChangeEvent {
+        lsp::TextDocumentContentChangeEvent {
+            range: range.map(|((sl, sc), (el, ec))| lsp::Range {
+                start: lsp::Position::new(sl, sc),
+                end: lsp::Position::new(el, ec),
+            }),
+            range_length: None,
+            text: text.to_owned(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+
+        #[test]
+        fn random_edits_match_the_naive_model(
+            initial in text(),
+            batches in prop::collection::vec(prop::collection::vec(change(), 1..4), 1..8),
+            encoding in prop::sample::select(&Encoding::ALL[..]),
+        ) {
+            let key = DocumentKey::Other("untitled:prop".into());
+            let mut buffers = Buffers::new(encoding_of(encoding));
+            buffers.open(key.clone(), Document::new(&initial, 0, "plaintext"));
+            let mut model = initial.clone();
+            for (version, batch) in (1..).zip(&batches) {
+                // One didChange: all its changes apply, or none do.
+                let mut expected = Ok(model.clone());
+                for (range, text) in batch {
+                    expected = expected.and_then(|t| text_model::apply(&t, *range, text, encoding));
+                }
+                let events = batch.iter().map(|(range, text)| event(*range, text)).collect();
+                let result = buffers.change(&key, version, &text_changes(events));
+                match expected {
+                    Ok(text) => {
+                        prop_assert!(result.is_ok(), "{result:?}");
+                        model = text;
+                    }
+                    Err(_) => prop_assert!(result.is_err(), "the model refused, the server did not"),
+                }
+                let actual = buffers.get(&key).unwrap().text().to_string();
+                prop_assert_eq!(&actual, &model, "after {} in {:?}", version, encoding);
+            }
+        }
+    }
+}

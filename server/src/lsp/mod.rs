@@ -1,0 +1,27 @@
+//! The language server: the only module that knows LSP types and JSON-RPC.
+//!
+//! Invariants: LSP positions are converted to byte offsets (and URIs to paths) here and nowhere
+//! else, with the encoding negotiated once at `initialize`; stdout carries protocol frames and
+//! nothing else.
+
+mod convert;
+mod framing;
+mod server;
+mod transport;
+
+use tower_lsp_server::LspService;
+use wright_protocol::{Request, Status, ViewFileText};
+
+pub use server::ServerOptions;
+pub use transport::Outcome;
+
+/// Serves LSP on stdin/stdout until `exit` or end of input; returns the process exit code.
+pub async fn run_stdio(options: ServerOptions) -> i32 {
+    let (service, socket) = LspService::build(|client| server::Backend::new(client, options))
+        .custom_method(Status::METHOD, server::Backend::status_request)
+        .custom_method(ViewFileText::METHOD, server::Backend::view_file_text)
+        .finish();
+    let outcome = transport::serve(tokio::io::stdin(), tokio::io::stdout(), service, socket).await;
+    tracing::info!("language server stopped: {outcome:?}");
+    outcome.exit_code()
+}

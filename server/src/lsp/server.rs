@@ -1,0 +1,443 @@
+//! The language server's handlers: lifecycle, document sync, workspace folders, configuration,
+//! and wright's own requests.
+//!
+//! Every handler that changes state does so synchronously, before its first `.await`; the
+//! transport polls handlers in arrival order, so state changes happen in arrival order too.
+//! Locks are `std` mutexes and are never held across an `.await`.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use serde_json::Value;
+use tower_lsp_server::jsonrpc::{Error as RpcError, Result as RpcResult};
+use tower_lsp_server::ls_types as lsp;
+use tower_lsp_server::{Client, LanguageServer};
+use wright_protocol as proto;
+
+use super::convert;
+use crate::buffers::{Buffers, Document, VersionOrder};
+use crate::config::{self, Config, Layers};
+
+/// What the server is started with, from the command line.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The root to use when the client names none (`--root`, default the current directory).
+    pub default_root: PathBuf,
+    /// Where the log goes, to report in status (`stderr` or a path).
+    pub log: String,
+}
+
+pub struct Backend {
+    client: Client,
+    options: ServerOptions,
+    buffers: Mutex<Buffers>,
+    workspace: Mutex<Workspace>,
+    client_capabilities: OnceLock<lsp::ClientCapabilities>,
+}
+
+/// The workspace roots and the configuration that depends on them.
+struct Workspace {
+    roots: Vec<PathBuf>,
+    layers: Layers,
+    config: Config,
+    /// Problems already told to the user, so a reload repeats none of them.
+    reported: HashSet<String>,
+}
+
+fn process_env(var: &str) -> Option<String> {
+    std::env::var(var).ok()
+}
+
+/// A poisoned lock means a handler panicked mid-update; the data is still the best we have, and
+/// refusing every later request would lose the user's buffers for good.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Backend {
+    pub fn new(client: Client, options: ServerOptions) -> Self {
+        let roots = vec![options.default_root.clone()];
+        let layers = Layers::load(config::user_file(&process_env), &roots, &process_env);
+        Self {
+            client,
+            options,
+            buffers: Mutex::new(Buffers::default()),
+            workspace: Mutex::new(Workspace {
+                config: layers.resolve(),
+                roots,
+                layers,
+                reported: HashSet::new(),
+            }),
+            client_capabilities: OnceLock::new(),
+        }
+    }
+
+    async fn log(&self, kind: lsp::MessageType, message: impl std::fmt::Display) {
+        self.client
+            .log_message(kind, format!("wright: {message}"))
+            .await;
+    }
+
+    /// Changes the workspace under its lock, re-resolves the configuration, and tells the user
+    /// about problems not reported before.
+    async fn update_workspace(&self, change: impl FnOnce(&mut Workspace)) {
+        let fresh: Vec<String> = {
+            let mut workspace = lock(&self.workspace);
+            change(&mut workspace);
+            workspace.config = workspace.layers.resolve();
+            let problems: Vec<String> = workspace
+                .config
+                .problems()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            problems
+                .into_iter()
+                .filter(|problem| workspace.reported.insert(problem.clone()))
+                .collect()
+        };
+        for problem in fresh {
+            tracing::warn!("configuration: {problem}");
+            self.log(
+                lsp::MessageType::WARNING,
+                format!("configuration: {problem}"),
+            )
+            .await;
+        }
+    }
+
+    fn capabilities(&self) -> Option<&lsp::ClientCapabilities> {
+        self.client_capabilities.get()
+    }
+
+    async fn register_dynamic_capabilities(&self) {
+        let workspace = self.capabilities().and_then(|caps| caps.workspace.as_ref());
+        let mut registrations = Vec::new();
+        if workspace
+            .and_then(|ws| ws.did_change_watched_files)
+            .and_then(|caps| caps.dynamic_registration)
+            == Some(true)
+        {
+            let options = lsp::DidChangeWatchedFilesRegistrationOptions {
+                watchers: vec![lsp::FileSystemWatcher {
+                    glob_pattern: lsp::GlobPattern::String("**/*".to_owned()),
+                    kind: None,
+                }],
+            };
+            registrations.push(lsp::Registration {
+                id: "wright-watched-files".to_owned(),
+                method: "workspace/didChangeWatchedFiles".to_owned(),
+                register_options: serde_json::to_value(options).ok(),
+            });
+        }
+        if workspace
+            .and_then(|ws| ws.did_change_configuration)
+            .and_then(|caps| caps.dynamic_registration)
+            == Some(true)
+        {
+            registrations.push(lsp::Registration {
+                id: "wright-configuration".to_owned(),
+                method: "workspace/didChangeConfiguration".to_owned(),
+                register_options: None,
+            });
+        }
+        if registrations.is_empty() {
+            return;
+        }
+        if let Err(err) = self.client.register_capability(registrations).await {
+            self.log(
+                lsp::MessageType::WARNING,
+                format!("the client refused file-watching registration: {err}"),
+            )
+            .await;
+        }
+    }
+
+    fn status(&self) -> proto::StatusResult {
+        let (encoding, documents) = {
+            let buffers = lock(&self.buffers);
+            (buffers.encoding(), buffers.snapshot())
+        };
+        let workspace = lock(&self.workspace);
+        proto::StatusResult {
+            server: proto::ServerInfo {
+                name: "wright".to_owned(),
+                version: crate::VERSION.to_owned(),
+            },
+            position_encoding: encoding.to_string(),
+            workspace_folders: workspace
+                .roots
+                .iter()
+                .map(|root| root.display().to_string())
+                .collect(),
+            documents: documents
+                .into_iter()
+                .map(|(key, document)| proto::DocumentStatus {
+                    uri: convert::document_uri(&key),
+                    version: document.version(),
+                    language_id: document.language_id().to_owned(),
+                    saved_version: document.saved_version(),
+                })
+                .collect(),
+            settings: workspace
+                .config
+                .settings()
+                .map(|(spec, setting)| proto::SettingStatus {
+                    key: spec.key.to_owned(),
+                    value: setting.map(|s| s.display_value().to_owned()),
+                    source: setting.map(|s| s.source.to_string()),
+                })
+                .collect(),
+            problems: workspace
+                .config
+                .problems()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            log: self.options.log.clone(),
+        }
+    }
+
+    /// `wright/status`.
+    pub async fn status_request(&self) -> RpcResult<proto::StatusResult> {
+        Ok(self.status())
+    }
+
+    /// `wright/viewFileText`.
+    pub async fn view_file_text(
+        &self,
+        params: proto::ViewFileTextParams,
+    ) -> RpcResult<proto::ViewFileTextResult> {
+        let uri: lsp::Uri = params.text_document.uri.parse().map_err(|_| {
+            RpcError::invalid_params(format!("not a URI: {}", params.text_document.uri))
+        })?;
+        let key = convert::document_key(&uri);
+        let document: Document = lock(&self.buffers)
+            .get(&key)
+            .ok_or_else(|| RpcError::invalid_params(format!("{} is not open", uri.as_str())))?;
+        Ok(proto::ViewFileTextResult {
+            version: document.version(),
+            text: document.text().to_string(),
+        })
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: lsp::InitializeParams) -> RpcResult<lsp::InitializeResult> {
+        let encoding = convert::negotiate_encoding(&params.capabilities);
+        lock(&self.buffers).set_encoding(encoding);
+        #[allow(deprecated)] // root_uri: the fallback for clients without workspace folders
+        let roots: Vec<PathBuf> = match (&params.workspace_folders, &params.root_uri) {
+            (Some(folders), _) if !folders.is_empty() => folders
+                .iter()
+                .filter_map(|folder| convert::file_path(&folder.uri))
+                .collect(),
+            (_, Some(uri)) => convert::file_path(uri).into_iter().collect(),
+            _ => Vec::new(),
+        };
+        let roots = if roots.is_empty() {
+            vec![self.options.default_root.clone()]
+        } else {
+            roots
+        };
+        let options = params.initialization_options.clone();
+        let _ = self.client_capabilities.set(params.capabilities);
+        // Problems are reported in `initialized`: a client may drop messages sent before it.
+        {
+            let mut workspace = lock(&self.workspace);
+            workspace.layers.reload_files(&roots);
+            if let Some(options) = &options {
+                workspace.layers.set_initialization_options(options);
+            }
+            workspace.roots = roots;
+            workspace.config = workspace.layers.resolve();
+        }
+        Ok(lsp::InitializeResult {
+            capabilities: lsp::ServerCapabilities {
+                position_encoding: Some(convert::encoding_kind(encoding)),
+                text_document_sync: Some(lsp::TextDocumentSyncCapability::Options(
+                    lsp::TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(lsp::TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(lsp::TextDocumentSyncSaveOptions::SaveOptions(
+                            lsp::SaveOptions {
+                                include_text: Some(false),
+                            },
+                        )),
+                        ..Default::default()
+                    },
+                )),
+                workspace: Some(lsp::WorkspaceServerCapabilities {
+                    workspace_folders: Some(lsp::WorkspaceFoldersServerCapabilities {
+                        supported: Some(true),
+                        change_notifications: Some(lsp::OneOf::Left(true)),
+                    }),
+                    file_operations: None,
+                }),
+                execute_command_provider: Some(lsp::ExecuteCommandOptions {
+                    commands: proto::commands::ALL
+                        .iter()
+                        .map(|c| (*c).to_owned())
+                        .collect(),
+                    work_done_progress_options: Default::default(),
+                }),
+                ..Default::default()
+            },
+            server_info: Some(lsp::ServerInfo {
+                name: "wright".to_owned(),
+                version: Some(crate::VERSION.to_owned()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: lsp::InitializedParams) {
+        let (roots, encoding) = (
+            lock(&self.workspace).roots.len(),
+            lock(&self.buffers).encoding(),
+        );
+        self.register_dynamic_capabilities().await;
+        self.log(
+            lsp::MessageType::INFO,
+            format!(
+                "ready (version {}): {roots} workspace folder{}, positions in {encoding}",
+                crate::VERSION,
+                if roots == 1 { "" } else { "s" }
+            ),
+        )
+        .await;
+        self.update_workspace(|_| {}).await;
+    }
+
+    async fn shutdown(&self) -> RpcResult<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, params: lsp::DidOpenTextDocumentParams) {
+        let item = params.text_document;
+        let key = convert::document_key(&item.uri);
+        let document = Document::new(&item.text, item.version, item.language_id);
+        if lock(&self.buffers).open(key.clone(), document) {
+            tracing::debug!("{key} was opened again; its text was replaced");
+        }
+    }
+
+    async fn did_change(&self, params: lsp::DidChangeTextDocumentParams) {
+        let key = convert::document_key(&params.text_document.uri);
+        let version = params.text_document.version;
+        let changes = convert::text_changes(params.content_changes);
+        let result = lock(&self.buffers).change(&key, version, &changes);
+        match result {
+            Ok(VersionOrder::Increasing) => {}
+            Ok(VersionOrder::NotIncreasing { previous }) => {
+                tracing::warn!("{key}: version went from {previous} to {version}");
+            }
+            Err(err) => self.log(lsp::MessageType::ERROR, err).await,
+        }
+    }
+
+    async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
+        let key = convert::document_key(&params.text_document.uri);
+        let result = lock(&self.buffers).mark_saved(&key);
+        if let Err(err) = result {
+            self.log(lsp::MessageType::WARNING, err).await;
+        }
+    }
+
+    async fn did_close(&self, params: lsp::DidCloseTextDocumentParams) {
+        let key = convert::document_key(&params.text_document.uri);
+        let result = lock(&self.buffers).close(&key);
+        if let Err(err) = result {
+            self.log(lsp::MessageType::WARNING, err).await;
+        }
+    }
+
+    async fn did_change_workspace_folders(&self, params: lsp::DidChangeWorkspaceFoldersParams) {
+        let removed: Vec<PathBuf> = params
+            .event
+            .removed
+            .iter()
+            .filter_map(|folder| convert::file_path(&folder.uri))
+            .collect();
+        let added: Vec<PathBuf> = params
+            .event
+            .added
+            .iter()
+            .filter_map(|folder| convert::file_path(&folder.uri))
+            .collect();
+        self.update_workspace(|workspace| {
+            workspace.roots.retain(|root| !removed.contains(root));
+            for root in added {
+                if !workspace.roots.contains(&root) {
+                    workspace.roots.push(root);
+                }
+            }
+            let roots = workspace.roots.clone();
+            workspace.layers.reload_files(&roots);
+        })
+        .await;
+    }
+
+    async fn did_change_configuration(&self, params: lsp::DidChangeConfigurationParams) {
+        let mut settings = params.settings;
+        let can_pull = self
+            .capabilities()
+            .and_then(|caps| caps.workspace.as_ref())
+            .and_then(|ws| ws.configuration)
+            == Some(true);
+        // In the "pull" model the notification only says something changed.
+        if settings.is_null() && can_pull {
+            let item = lsp::ConfigurationItem {
+                scope_uri: None,
+                section: Some("wright".to_owned()),
+            };
+            settings = match self.client.configuration(vec![item]).await {
+                Ok(mut values) if !values.is_empty() => values.swap_remove(0),
+                Ok(_) => Value::Null,
+                Err(err) => {
+                    self.log(
+                        lsp::MessageType::WARNING,
+                        format!("could not read the client's settings: {err}"),
+                    )
+                    .await;
+                    return;
+                }
+            };
+        }
+        self.update_workspace(|workspace| workspace.layers.set_client_settings(&settings))
+            .await;
+    }
+
+    async fn did_change_watched_files(&self, params: lsp::DidChangeWatchedFilesParams) {
+        let touches_config = {
+            let workspace = lock(&self.workspace);
+            params.changes.iter().any(|change| {
+                convert::file_path(&change.uri)
+                    .is_some_and(|path| workspace.layers.is_config_file(&path))
+            })
+        };
+        if touches_config {
+            self.update_workspace(|workspace| {
+                let roots = workspace.roots.clone();
+                workspace.layers.reload_files(&roots);
+            })
+            .await;
+        }
+    }
+
+    async fn execute_command(
+        &self,
+        params: lsp::ExecuteCommandParams,
+    ) -> RpcResult<Option<lsp::LSPAny>> {
+        match params.command.as_str() {
+            proto::commands::STATUS => Ok(serde_json::to_value(self.status()).ok()),
+            other => Err(RpcError::invalid_params(format!(
+                "unknown command {other:?}; wright offers {}",
+                proto::commands::ALL.join(", ")
+            ))),
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The `wright` command line: parses arguments, sets up logging, runs a subcommand.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+
+/// wright: a language server that hosts a coding agent.
+#[derive(Parser)]
+#[command(name = "wright", version, about)]
+struct Cli {
+    /// The workspace root (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Append the log here instead of writing it to stderr. The filter is WRIGHT_LOG
+    /// (tracing's syntax, e.g. `debug` or `wright=trace`); the default is `warn,wright=info`.
+    #[arg(long, global = true, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Language Server Protocol on stdin/stdout (what editors run).
+    Lsp,
+    /// Show the configuration wright resolves, where each value came from, and the log.
+    Doctor {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+const DEFAULT_FILTER: &str = "warn,wright=info";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("wright: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let root = match cli.root {
+        Some(root) => {
+            std::fs::canonicalize(&root).with_context(|| format!("--root {}", root.display()))?
+        }
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let log = init_logging(cli.log_file.as_deref())?;
+    match cli.command {
+        Command::Lsp => {
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            let options = wright::lsp::ServerOptions {
+                default_root: root,
+                log,
+            };
+            let code = runtime.block_on(wright::lsp::run_stdio(options));
+            // Stdin is read by a blocking thread that would keep the runtime's drop waiting for
+            // a client that may never close its end; the protocol says exit now.
+            std::process::exit(code);
+        }
+        Command::Doctor { json } => {
+            let env = |var: &str| std::env::var(var).ok();
+            let report = wright::doctor::Report::gather(&root, log, &env);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+            } else {
+                print!("{}", report.to_text());
+            }
+            Ok(if report.has_errors() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+/// Logs go to stderr or the `--log-file`, never stdout: in `wright lsp` stdout is the protocol.
+/// Returns where the log goes, for reports.
+fn init_logging(log_file: Option<&Path>) -> anyhow::Result<String> {
+    let (filter, bad_filter) = match std::env::var("WRIGHT_LOG") {
+        Ok(spec) => match EnvFilter::try_new(&spec) {
+            Ok(filter) => (filter, None),
+            Err(err) => (EnvFilter::new(DEFAULT_FILTER), Some((spec, err))),
+        },
+        Err(_) => (EnvFilter::new(DEFAULT_FILTER), None),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let target = match log_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening the log file {}", path.display()))?;
+            builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .init();
+            path.display().to_string()
+        }
+        None => {
+            builder
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr)
+                .init();
+            "stderr".to_owned()
+        }
+    };
+    if let Some((spec, err)) = bad_filter {
+        tracing::warn!(
+            "WRIGHT_LOG={spec:?} is not a valid filter ({err}); using {DEFAULT_FILTER:?}"
+        );
+    }
+    Ok(target)
+}

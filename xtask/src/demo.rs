@@ -1,0 +1,162 @@
+//! `demo`: builds wright and drives `wright lsp` over stdio on the bundled example workspace,
+//! exactly as an editor would, printing each step. Later features extend it as they land.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use wright_tests::{Editor, Spawn, TempDir, file_uri};
+
+pub fn run() -> anyhow::Result<()> {
+    let root = crate::project_root();
+    step("building wright (cargo build -p wright)");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "-p", "wright"])
+        .current_dir(&root)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo build failed");
+    }
+    let target = std::env::var("CARGO_TARGET_DIR").map_or_else(|_| root.join("target"), Into::into);
+
+    let workspace = TempDir::new("demo");
+    copy_dir(
+        &root.join("tests/fixtures/example-workspace"),
+        workspace.path(),
+    )?;
+    note(&format!(
+        "example workspace copied to {}",
+        workspace.path().display()
+    ));
+
+    step("starting `wright lsp`; initialize, offering UTF-16 and UTF-8 positions");
+    let mut init = Editor::init_params(workspace.path());
+    init["capabilities"]["general"] = json!({"positionEncodings": ["utf-16", "utf-8"]});
+    let spawn = Spawn {
+        bin: Some(target.join("debug/wright")),
+        root: Some(workspace.path().to_owned()),
+        ..Spawn::default()
+    };
+    let mut editor = Editor::spawn(&spawn);
+    let result = editor.request("initialize", init);
+    let caps = &result["capabilities"];
+    note(&format!(
+        "server {} {}: positions in {}, text sync {} (2 = incremental), commands {}",
+        result["serverInfo"]["name"].as_str().unwrap_or("?"),
+        result["serverInfo"]["version"].as_str().unwrap_or("?"),
+        caps["positionEncoding"],
+        caps["textDocumentSync"]["change"],
+        caps["executeCommandProvider"]["commands"],
+    ));
+    editor.notify("initialized", json!({}));
+    note(&format!(
+        "window/logMessage: {}",
+        editor.expect_log(3, "ready")
+    ));
+
+    let path = workspace.path().join("src/lib.rs");
+    let uri = file_uri(&path);
+    let text = std::fs::read_to_string(&path)?;
+    step("didOpen src/lib.rs, then type into it: an emoji comment and a new function");
+    editor.open(&uri, "rust", 1, &text);
+    editor.change(
+        &uri,
+        2,
+        (2, 0),
+        (2, 0),
+        "// 😀 edited in the editor, not on disk\n",
+    );
+    editor.change(&uri, 3, (2, 3), (2, 7), "✨");
+    let end_line = text.lines().count() as u32 + 1;
+    editor.change(
+        &uri,
+        4,
+        (end_line, 0),
+        (end_line, 0),
+        "\npub fn sub(a: i64, b: i64) -> i64 {\n    a - b\n}\n",
+    );
+    let (version, held) = editor.text_of(&uri);
+    let expected = {
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.insert(2, "// ✨ edited in the editor, not on disk".to_owned());
+        format!(
+            "{}\n\npub fn sub(a: i64, b: i64) -> i64 {{\n    a - b\n}}\n",
+            lines.join("\n")
+        )
+    };
+    if held != expected {
+        bail!(
+            "the server's text differs from the editor's:\n--- server ---\n{held}\n--- editor ---\n{expected}"
+        );
+    }
+    note(&format!(
+        "wright/viewFileText: version {version}, {} bytes, identical to the editor's buffer",
+        held.len()
+    ));
+    for line in held.lines().skip(1).take(3) {
+        note(&format!("  | {line}"));
+    }
+
+    step("malformed input: garbage bytes, then invalid JSON");
+    editor.send_raw(b"\x00\xffnot a frame");
+    note(&format!(
+        "window/logMessage: {}",
+        editor.expect_log(1, "skipped")
+    ));
+    editor.send_raw(b"Content-Length: 7\r\n\r\n{oops: ");
+    let error = editor.expect_response(&Value::Null);
+    note(&format!("error response: {}", error["error"]["message"]));
+
+    step("wright/status: what the server holds and where its configuration came from");
+    let status = editor.status();
+    for document in status["documents"].as_array().into_iter().flatten() {
+        note(&format!(
+            "open: {} (version {})",
+            document["uri"], document["version"]
+        ));
+    }
+    for setting in status["settings"].as_array().into_iter().flatten() {
+        let value = setting["value"].as_str().unwrap_or("(unset)");
+        let source = setting["source"]
+            .as_str()
+            .map(|s| format!("  ← {s}"))
+            .unwrap_or_default();
+        note(&format!(
+            "{} = {value}{source}",
+            setting["key"].as_str().unwrap_or("?")
+        ));
+    }
+
+    step("shutdown, exit");
+    let exit = editor.shutdown();
+    note(&format!("wright exited with {exit}"));
+    if !exit.success() {
+        bail!("wright did not exit cleanly");
+    }
+    println!("\ndemo complete: every step answered as an editor expects.");
+    Ok(())
+}
+
+fn step(text: &str) {
+    println!("\n→ {text}");
+}
+
+fn note(text: &str) {
+    println!("  {text}");
+}
+
+fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,44 @@
+//! `cargo xtask`: the project's own tasks, in Rust so they run wherever cargo does.
+
+mod demo;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  demo   build wright and drive `wright lsp` on the example workspace as an editor would
+  tidy   check the codebase's own rules (also run by `cargo test` as a test)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("demo") => demo::run(),
+        Some("tidy") => tidy::run(),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository root (xtask lives one level below it).
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the repository")
+        .to_path_buf()
+}

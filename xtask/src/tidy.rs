@@ -1,0 +1,219 @@
+//! `tidy`: the codebase's own rules, checked mechanically (run as a test by `cargo test`).
+//!
+//! The rules keep the code map of `docs/architecture.md` true: module boundaries that DESIGN.md
+//! fixes, a `//!` doc atop every file, no debugging leftovers or stubs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+
+/// A rule that a pattern may appear only under some folder.
+struct Boundary {
+    /// Spelled in pieces so this file does not trip its own rules.
+    pattern: [&'static str; 2],
+    allowed_under: &'static str,
+    why: &'static str,
+}
+
+const BOUNDARIES: &[Boundary] = &[
+    Boundary {
+        pattern: ["tower_lsp", "_server"],
+        allowed_under: "server/src/lsp/",
+        why: "only lsp/ knows LSP types",
+    },
+    Boundary {
+        pattern: ["ls_", "types"],
+        allowed_under: "server/src/lsp/",
+        why: "only lsp/ knows LSP types",
+    },
+    Boundary {
+        pattern: ["lsp_", "types"],
+        allowed_under: "server/src/lsp/",
+        why: "only lsp/ knows LSP types",
+    },
+    Boundary {
+        pattern: ["process::", "Command"],
+        allowed_under: "server/src/sandbox/",
+        why: "only sandbox/ spawns processes",
+    },
+    Boundary {
+        pattern: ["Command", "::new"],
+        allowed_under: "server/src/sandbox/",
+        why: "only sandbox/ spawns processes",
+    },
+    Boundary {
+        pattern: ["req", "west"],
+        allowed_under: "server/src/llm/",
+        why: "only llm/ talks HTTP to models",
+    },
+];
+
+/// Patterns never allowed in committed Rust code.
+const FORBIDDEN: &[([&str; 2], &str)] = &[
+    (["dbg", "!("], "a debugging leftover"),
+    (["todo", "!("], "a stub: a feature not done must be absent"),
+    (
+        ["unimplemented", "!("],
+        "a stub: a feature not done must be absent",
+    ),
+];
+
+/// The crates whose files must start with a `//!` doc.
+const CRATES: &[&str] = &["server", "protocol", "tests", "xtask"];
+
+pub fn run() -> anyhow::Result<()> {
+    let violations = check(&crate::project_root());
+    if violations.is_empty() {
+        println!("tidy: ok");
+        return Ok(());
+    }
+    for violation in &violations {
+        eprintln!("{violation}");
+    }
+    bail!("{} tidy violation(s)", violations.len())
+}
+
+fn check(root: &Path) -> Vec<String> {
+    let mut violations = Vec::new();
+    let mut files = Vec::new();
+    for krate in CRATES {
+        collect_rust_files(&root.join(krate), &mut files);
+    }
+    for path in &files {
+        let relative = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if relative.starts_with("tests/fixtures/") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            violations.push(format!("{relative}: not readable as UTF-8"));
+            continue;
+        };
+        if !text.trim_start().starts_with("//!") {
+            violations.push(format!(
+                "{relative}: must start with a `//!` doc saying what it owns"
+            ));
+        }
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for boundary in BOUNDARIES {
+                let pattern = boundary.pattern.concat();
+                if relative.starts_with("server/src/")
+                    && !relative.starts_with(boundary.allowed_under)
+                    && code.contains(&pattern)
+                {
+                    violations.push(format!(
+                        "{relative}:{}: `{pattern}` outside {}: {}",
+                        number + 1,
+                        boundary.allowed_under,
+                        boundary.why
+                    ));
+                }
+            }
+            for (pattern, why) in FORBIDDEN {
+                let pattern = pattern.concat();
+                if code.contains(&pattern) {
+                    violations.push(format!("{relative}:{}: `{pattern}` is {why}", number + 1));
+                }
+            }
+        }
+    }
+    violations.extend(check_code_map(root));
+    violations
+}
+
+/// Every module of the server must be in the code map of `docs/architecture.md`.
+fn check_code_map(root: &Path) -> Vec<String> {
+    let Ok(map) = std::fs::read_to_string(root.join("docs/architecture.md")) else {
+        return vec!["docs/architecture.md is missing".to_owned()];
+    };
+    let Ok(entries) = std::fs::read_dir(root.join("server/src")) else {
+        return vec!["server/src is missing".to_owned()];
+    };
+    let mut violations = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let module = name.strip_suffix(".rs").unwrap_or(&name);
+        if matches!(module, "lib" | "main") {
+            continue;
+        }
+        if !map.contains(&format!("`server/src/{module}")) {
+            violations.push(format!(
+                "server/src/{name} is not in the code map of docs/architecture.md: describe what it owns"
+            ));
+        }
+    }
+    violations
+}
+
+fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "target" && name != "node_modules" {
+                collect_rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tidy() {
+        let violations = check(&crate::project_root());
+        assert!(
+            violations.is_empty(),
+            "tidy violations:\n{}",
+            violations.join("\n")
+        );
+    }
+
+    #[test]
+    fn tidy_catches_what_it_promises_to() {
+        let root = std::env::temp_dir().join(format!("wright-tidy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |relative: &str, text: &str| {
+            let path = root.join(relative);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        let leftover = ["d", "bg!(x);"].concat();
+        let lsp = ["use tower_lsp", "_server::Client;"].concat();
+        let spawn = ["std::process::", "Command::new(\"sh\");"].concat();
+        write(
+            "server/src/edit/mod.rs",
+            &format!("//! Edits.\n{lsp}\nfn f() {{ {spawn} }}\n"),
+        );
+        write("server/src/lsp/mod.rs", &format!("//! LSP.\n{lsp}\n"));
+        write(
+            "server/src/buffers.rs",
+            &format!("fn no_doc() {{ {leftover} }}\n"),
+        );
+        write(
+            "docs/architecture.md",
+            "`server/src/lsp/` `server/src/buffers.rs`\n",
+        );
+        let violations = check(&root);
+        std::fs::remove_dir_all(&root).unwrap();
+        let joined = violations.join("\n");
+        assert_eq!(violations.len(), 6, "{joined}");
+        assert!(joined.contains("edit/mod.rs:2: `tower_lsp_server` outside server/src/lsp/"));
+        assert!(joined.contains("edit/mod.rs:3: `process::Command` outside server/src/sandbox/"));
+        assert!(joined.contains("edit/mod.rs:3: `Command::new` outside server/src/sandbox/"));
+        assert!(joined.contains("buffers.rs: must start with a `//!` doc"));
+        assert!(joined.contains("buffers.rs:1: `d") && joined.contains("is a debugging leftover"));
+        assert!(joined.contains("server/src/edit is not in the code map"));
+    }
+}
