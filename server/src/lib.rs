@@ -6,6 +6,7 @@
 pub mod buffers;
 pub mod config;
 pub mod doctor;
+pub mod languages;
 pub mod lsp;
 
 /// The version of this build, as reported by `--version`, `serverInfo` and `wright/status`.
