@@ -1,9 +1,17 @@
 //! The `wright` command line: `--version`, `doctor`, exit codes.
+//!
+//! These live in the `wright` package so that `cargo test --workspace` always builds the
+//! binary (Cargo builds a package's binaries for its integration tests) before the end-to-end
+//! tests of `wright-tests` drive it.
 
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use wright_tests::{TempDir, wright_bin};
+use wright_tests::TempDir;
+
+fn wright_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_wright")
+}
 
 /// Runs wright with a clean environment plus `env`.
 fn wright(args: &[&str], env: &[(&str, &str)]) -> Output {
