@@ -6,6 +6,7 @@
 pub mod buffers;
 pub mod config;
 pub mod doctor;
+pub mod edit;
 pub mod languages;
 pub mod lsp;
 

@@ -1,6 +1,6 @@
 //! The `wright` command line: parses arguments, sets up logging, runs a subcommand.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -30,6 +30,19 @@ enum Command {
     /// Show the configuration wright resolves, where each value came from, and the log.
     Doctor {
         /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply an edit read from stdin to the files under --root: all files or none.
+    /// Exit 0 applied, 1 refused (nothing written), 2 usage or IO error.
+    Apply {
+        /// The edit's format: auto, patch, search-replace, udiff or json.
+        #[arg(long, default_value = "auto", value_name = "FORMAT")]
+        format: wright::edit::Format,
+        /// Check the edit and report what it would do, writing nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print one JSON document: {"applied", "files", "error"}.
         #[arg(long)]
         json: bool,
     },
@@ -81,6 +94,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Apply {
+            format,
+            dry_run,
+            json,
+        } => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .context("reading the edit from stdin")?;
+            let options = wright::edit::command::Options {
+                format,
+                dry_run,
+                json,
+                gate: wright::edit::GateMode::Report,
+            };
+            let outcome = wright::edit::command::run(&root, &input, options);
+            print!("{}", outcome.stdout);
+            eprint!("{}", outcome.stderr);
+            Ok(ExitCode::from(outcome.code))
         }
     }
 }

@@ -1,0 +1,682 @@
+//! The matching ladder (DESIGN.md, "Locating an edit"): where a hunk's old text is in a file,
+//! and the text that results from replacing it.
+//!
+//! Tiers run in order and each runs only if the ones before found nothing; every tier requires
+//! exactly one match in the region it searches, so two or more is a refusal, never a guess.
+//! Hints only narrow the region: a patch's `@@` context line and the hunk order (a cursor
+//! after the previous hunk) are tried first, then the whole file, with the same rule. Lines
+//! the edit keeps (its context) are written back as the file had them, so a match found by
+//! ignoring whitespace or punctuation changes only the lines the edit changes.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::format::Hunk;
+use super::text::{Lines, ascii_punctuation, indentation, is_elision_marker, split_lines};
+
+/// A rung of the ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Exact = 1,
+    TrailingWhitespace,
+    Whitespace,
+    Punctuation,
+    Elision,
+}
+
+impl Tier {
+    const LINE_TIERS: [Self; 4] = [
+        Self::Exact,
+        Self::TrailingWhitespace,
+        Self::Whitespace,
+        Self::Punctuation,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Exact => "exact",
+            Self::TrailingWhitespace => "ignoring trailing whitespace",
+            Self::Whitespace => "ignoring indentation",
+            Self::Punctuation => "normalising punctuation",
+            Self::Elision => "elision",
+        }
+    }
+
+    /// Whether line `file` matches edit line `old` (whose forms are precomputed) at this tier.
+    fn matches(self, file: &str, old: &OldLine) -> bool {
+        match self {
+            Self::Exact => file == old.raw,
+            Self::TrailingWhitespace => file.trim_end() == old.raw.trim_end(),
+            Self::Whitespace => file.trim() == old.raw.trim(),
+            Self::Punctuation | Self::Elision => {
+                file.trim().chars().map(ascii_punctuation).eq(old.punctuation.chars())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tier {} ({})", *self as u8, self.name())
+    }
+}
+
+struct OldLine<'a> {
+    raw: &'a str,
+    punctuation: String,
+}
+
+impl<'a> OldLine<'a> {
+    fn new(raw: &'a str) -> Self {
+        Self {
+            raw,
+            punctuation: raw.trim().chars().map(ascii_punctuation).collect(),
+        }
+    }
+}
+
+/// Why a hunk could not be placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocateError {
+    /// No tier found the old text; the closest lines, if any look alike.
+    NotFound { tier: Tier, near_miss: Option<NearMiss> },
+    /// A tier found the old text more than once (1-based start lines).
+    Ambiguous { tier: Tier, candidates: Vec<usize> },
+    /// The old text was found, but the edit cannot be carried out as written.
+    Unusable { tier: Tier, reason: String },
+}
+
+/// The file's lines that look most like the old text, with a line diff against it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NearMiss {
+    /// 1-based first line.
+    pub line: usize,
+    /// `-` lines are the edit's, `+` lines the file's, ` ` lines agree.
+    pub diff: String,
+}
+
+/// A hunk placed and carried out.
+#[derive(Debug)]
+pub struct Located {
+    pub text: String,
+    pub tier: Tier,
+    /// 1-based first line of the match in the text before.
+    pub line: usize,
+    /// Line index (0-based) in the new text just after the replacement: the next hunk's cursor.
+    pub cursor: usize,
+}
+
+/// Carries out `hunk` on `text` (no BOM), searching from line `cursor` first.
+pub fn apply_hunk(text: &str, hunk: &Hunk, cursor: usize) -> Result<Located, LocateError> {
+    let lines = Lines::new(text);
+    let eol = lines.eol();
+    if hunk.old.is_empty() {
+        return insert(text, &lines, hunk);
+    }
+    if hunk.substring {
+        let old = with_eol(&hunk.old, eol);
+        let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
+        if starts.len() == 1 || (hunk.replace_all && !starts.is_empty()) {
+            let new = with_eol(&hunk.new, eol);
+            let line = lines.line_of(starts[0]);
+            let mut result = text.replacen(old.as_str(), &new, starts.len());
+            result.shrink_to_fit();
+            let end_offset = starts[0] + new.len();
+            let cursor = Lines::new(&result).line_of(end_offset);
+            return Ok(Located {
+                text: result,
+                tier: Tier::Exact,
+                line,
+                cursor,
+            });
+        }
+        if starts.len() > 1 {
+            return Err(LocateError::Ambiguous {
+                tier: Tier::Exact,
+                candidates: starts.iter().map(|&s| lines.line_of(s)).collect(),
+            });
+        }
+    }
+    let old_raw = split_lines(&hunk.old);
+    let new_raw = split_lines(&hunk.new);
+    let old: Vec<OldLine> = old_raw.iter().map(|l| OldLine::new(l)).collect();
+    let mut regions = Vec::new();
+    if let Some(context) = &hunk.context {
+        let context = OldLine::new(context);
+        let found = Tier::LINE_TIERS.iter().find_map(|tier| {
+            (cursor..lines.len()).find(|&i| tier.matches(lines.get(i), &context))
+        });
+        regions.extend(found);
+    }
+    regions.extend([cursor.min(lines.len()), 0]);
+    regions.dedup();
+    let elided = old_raw.iter().any(|l| is_elision_marker(l));
+    let mut last_tier = Tier::Punctuation;
+    for &lo in &regions {
+        let span = lo..lines.len();
+        for tier in Tier::LINE_TIERS {
+            if tier == Tier::Exact && hunk.substring {
+                continue; // the substring search above was a superset
+            }
+            let mut starts = find(&lines, &old, tier, span.clone());
+            if hunk.at_end {
+                starts.retain(|&s| s + old.len() == lines.len());
+            }
+            if starts.len() > 1 && hunk.replace_all {
+                starts = non_overlapping(starts, old.len());
+            }
+            match starts.len() {
+                0 => continue,
+                1 => {}
+                _ if hunk.replace_all => {}
+                _ => {
+                    return Err(LocateError::Ambiguous {
+                        tier,
+                        candidates: starts.iter().map(|s| s + 1).collect(),
+                    });
+                }
+            }
+            let matches: Vec<Match> = starts
+                .iter()
+                .map(|&s| Match::contiguous(s, old.len(), tier))
+                .collect();
+            return replace(text, &lines, hunk, &old_raw, &new_raw, &matches);
+        }
+        if elided {
+            last_tier = Tier::Elision;
+            if let Some(found) = locate_elided(&lines, &old, &old_raw, hunk.at_end, span)? {
+                return replace(text, &lines, hunk, &old_raw, &new_raw, &[found]);
+            }
+        }
+    }
+    let plain: Vec<&OldLine> = old.iter().filter(|l| !is_elision_marker(l.raw)).collect();
+    Err(LocateError::NotFound {
+        tier: last_tier,
+        near_miss: near_miss(&lines, &plain),
+    })
+}
+
+/// Text from an edit with its line terminators converted to the file's.
+fn with_eol(text: &str, eol: &str) -> String {
+    if eol == "\n" {
+        text.to_owned()
+    } else {
+        text.replace("\r\n", "\n").replace('\n', eol)
+    }
+}
+
+/// Start lines in `span` where `old` matches at `tier`.
+fn find(lines: &Lines, old: &[OldLine], tier: Tier, span: std::ops::Range<usize>) -> Vec<usize> {
+    if old.is_empty() || span.end < old.len() {
+        return Vec::new();
+    }
+    (span.start..=span.end - old.len())
+        .filter(|&i| old.iter().enumerate().all(|(j, o)| tier.matches(lines.get(i + j), o)))
+        .collect()
+}
+
+fn non_overlapping(starts: Vec<usize>, len: usize) -> Vec<usize> {
+    let mut kept: Vec<usize> = Vec::new();
+    for s in starts {
+        if kept.last().is_none_or(|&k| s >= k + len) {
+            kept.push(s);
+        }
+    }
+    kept
+}
+
+/// Where each line of the edit's old text (markers excluded) is in the file.
+#[derive(Debug)]
+struct Match {
+    /// For each old line: the file line it matched, `None` for an elision marker.
+    lines: Vec<Option<usize>>,
+    start: usize,
+    /// One past the last matched file line.
+    end: usize,
+    tier: Tier,
+}
+
+impl Match {
+    fn contiguous(start: usize, len: usize, tier: Tier) -> Self {
+        Self {
+            lines: (start..start + len).map(Some).collect(),
+            start,
+            end: start + len,
+            tier,
+        }
+    }
+}
+
+/// Tier 5: the old text's elision markers match any run of lines; each piece between them
+/// must match exactly once (the first piece in the region, later ones after the piece before).
+fn locate_elided(
+    lines: &Lines,
+    old: &[OldLine],
+    old_raw: &[&str],
+    at_end: bool,
+    span: std::ops::Range<usize>,
+) -> Result<Option<Match>, LocateError> {
+    let mut matched = vec![None; old.len()];
+    let mut from = span.start;
+    let mut first = None;
+    let pieces: Vec<std::ops::Range<usize>> = pieces(old_raw);
+    for (k, piece) in pieces.iter().enumerate() {
+        let last = k + 1 == pieces.len();
+        let mut found = None;
+        for tier in Tier::LINE_TIERS {
+            let mut starts = find(lines, &old[piece.clone()], tier, from..span.end);
+            if last && at_end {
+                starts.retain(|&s| s + piece.len() == lines.len());
+            }
+            match starts[..] {
+                [] => continue,
+                [start] => {
+                    found = Some(start);
+                    break;
+                }
+                _ => {
+                    return Err(LocateError::Ambiguous {
+                        tier: Tier::Elision,
+                        candidates: starts.iter().map(|s| s + 1).collect(),
+                    });
+                }
+            }
+        }
+        let Some(start) = found else {
+            return Ok(None);
+        };
+        first.get_or_insert(start);
+        for (j, old_index) in piece.clone().enumerate() {
+            matched[old_index] = Some(start + j);
+        }
+        from = start + piece.len();
+    }
+    Ok(first.map(|start| Match {
+        lines: matched,
+        start,
+        end: from,
+        tier: Tier::Elision,
+    }))
+}
+
+/// The runs of non-marker lines, as index ranges.
+fn pieces(raw: &[&str]) -> Vec<std::ops::Range<usize>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for (i, line) in raw.iter().enumerate() {
+        if is_elision_marker(line) {
+            if i > start {
+                pieces.push(start..i);
+            }
+            start = i + 1;
+        }
+    }
+    if raw.len() > start {
+        pieces.push(start..raw.len());
+    }
+    pieces
+}
+
+/// How the edit's indentation maps to the file's, found from the lines that matched.
+#[derive(Debug, PartialEq, Eq)]
+enum Reindent {
+    /// The file has this much more.
+    Add(String),
+    /// The file has this much less.
+    Remove(String),
+}
+
+impl Reindent {
+    fn found(pairs: &[(&str, &str)]) -> Option<Self> {
+        let &(old, file) = pairs.first()?;
+        if let Some(extra) = file.strip_suffix(old)
+            && pairs.iter().all(|(o, f)| f.strip_suffix(o) == Some(extra))
+        {
+            return Some(Self::Add(extra.to_owned()));
+        }
+        let extra = old.strip_suffix(file)?;
+        pairs
+            .iter()
+            .all(|(o, f)| o.strip_suffix(f) == Some(extra))
+            .then(|| Self::Remove(extra.to_owned()))
+    }
+
+    fn apply(&self, line: &str) -> String {
+        if line.trim().is_empty() {
+            return String::new();
+        }
+        match self {
+            Self::Add(extra) => format!("{extra}{line}"),
+            Self::Remove(extra) => line
+                .strip_prefix(extra.as_str())
+                .unwrap_or_else(|| line.trim_start())
+                .to_owned(),
+        }
+    }
+}
+
+/// Writes the replacement for each match into the text.
+fn replace(
+    text: &str,
+    lines: &Lines,
+    hunk: &Hunk,
+    old_raw: &[&str],
+    new_raw: &[&str],
+    matches: &[Match],
+) -> Result<Located, LocateError> {
+    let eol = lines.eol();
+    let tier = matches[0].tier;
+    let new_markers = new_raw.iter().filter(|l| is_elision_marker(l)).count();
+    let old_markers = old_raw.iter().filter(|l| is_elision_marker(l)).count();
+    if tier == Tier::Elision && new_markers != old_markers {
+        return Err(LocateError::Unusable {
+            tier,
+            reason: format!(
+                "the old text elides {old_markers} run(s) of lines with `...` markers but the \
+                 new text has {new_markers}; repeat each marker in the new text where the elided \
+                 lines belong, or spell the lines out"
+            ),
+        });
+    }
+    let kept = kept_lines(old_raw, new_raw);
+    let marker_gaps = marker_gaps(old_raw);
+    let mut result = String::with_capacity(text.len() + hunk.new.len());
+    let mut done = 0;
+    let mut line = 0;
+    let mut cursor = 0;
+    for m in matches {
+        let mut pairs = Vec::new();
+        let mut punctuation = HashMap::new();
+        for (j, file) in m.lines.iter().enumerate() {
+            let (Some(file), false) = (file, old_raw[j].trim().is_empty()) else {
+                continue;
+            };
+            let file = lines.get(*file);
+            pairs.push((indentation(old_raw[j]), indentation(file)));
+            for (o, f) in old_raw[j].trim().chars().zip(file.trim().chars()) {
+                if o != f {
+                    punctuation.insert(o, f);
+                }
+            }
+        }
+        let reindent = if m.tier >= Tier::Whitespace {
+            match Reindent::found(&pairs) {
+                Some(reindent) => Some(reindent),
+                None => {
+                    return Err(LocateError::Unusable {
+                        tier: m.tier,
+                        reason: "the old text's lines are indented inconsistently with the \
+                                 file's (not by one common amount), so the new text cannot be \
+                                 re-indented safely; copy the lines with their indentation"
+                            .to_owned(),
+                    });
+                }
+            }
+        } else {
+            None
+        };
+        let mut replacement = String::new();
+        let mut marker = 0;
+        let gaps = gaps(m);
+        for (k, new) in new_raw.iter().enumerate() {
+            if m.tier == Tier::Elision && is_elision_marker(new) {
+                // The new text's n-th marker stands for what the old text's n-th marker
+                // elided: nothing for a marker before the first or after the last piece.
+                if let Some(gap) = marker_gaps.get(marker).copied().flatten().map(|g| &gaps[g]) {
+                    replacement.push_str(&text[lines.start(gap.start)..lines.start(gap.end)]);
+                }
+                marker += 1;
+                continue;
+            }
+            let out = match kept[k].and_then(|j| m.lines[j]) {
+                Some(file) if m.tier > Tier::Exact => lines.get(file).to_owned(),
+                _ => {
+                    let mut out = match &reindent {
+                        Some(reindent) => reindent.apply(new),
+                        None => (*new).to_owned(),
+                    };
+                    if m.tier >= Tier::Punctuation {
+                        out = out.chars().map(|c| *punctuation.get(&c).unwrap_or(&c)).collect();
+                    }
+                    out
+                }
+            };
+            replacement.push_str(&out);
+            replacement.push_str(eol);
+        }
+        let mut start = lines.start(m.start);
+        let end = lines.end_with_terminator(m.end - 1);
+        if m.end == lines.len() && !lines.ends_with_newline() && !hunk.terminate_last {
+            // The file has no final newline; neither does the result.
+            if replacement.is_empty() && m.start > 0 {
+                start = lines.start(m.start) - eol_before(text, lines.start(m.start));
+            } else if let Some(stripped) = replacement.strip_suffix(eol) {
+                replacement.truncate(stripped.len());
+            }
+        }
+        result.push_str(&text[done..start]);
+        if line == 0 {
+            line = m.start + 1;
+        }
+        result.push_str(&replacement);
+        cursor = Lines::new(&result).len();
+        done = end;
+    }
+    result.push_str(&text[done..]);
+    Ok(Located {
+        text: result,
+        tier,
+        line,
+        cursor,
+    })
+}
+
+/// For each of the old text's markers, which gap between pieces it stands for: `None` for
+/// markers before the first piece or after the last, which elide nothing.
+fn marker_gaps(old_raw: &[&str]) -> Vec<Option<usize>> {
+    let mut result = Vec::new();
+    let mut pending = 0;
+    let mut seen_piece = false;
+    let mut gap = 0;
+    for line in old_raw {
+        if is_elision_marker(line) {
+            pending += 1;
+        } else {
+            if pending > 0 {
+                result.push(seen_piece.then_some(gap));
+                result.extend(std::iter::repeat_n(None, pending - 1));
+                gap += usize::from(seen_piece);
+                pending = 0;
+            }
+            seen_piece = true;
+        }
+    }
+    result.extend(std::iter::repeat_n(None, pending));
+    result
+}
+
+/// The runs of file lines an elision match skipped, in order.
+fn gaps(m: &Match) -> Vec<std::ops::Range<usize>> {
+    let mut gaps = Vec::new();
+    let mut previous: Option<usize> = None;
+    let mut in_gap = false;
+    for line in &m.lines {
+        match line {
+            None => in_gap = true,
+            Some(l) => {
+                if in_gap && let Some(p) = previous {
+                    gaps.push(p + 1..*l);
+                }
+                in_gap = false;
+                previous = Some(*l);
+            }
+        }
+    }
+    gaps
+}
+
+fn eol_before(text: &str, offset: usize) -> usize {
+    if text[..offset].ends_with("\r\n") {
+        2
+    } else {
+        usize::from(text[..offset].ends_with('\n'))
+    }
+}
+
+/// For each new line, the old line it keeps unchanged (a longest common subsequence of
+/// lines, after the common prefix and suffix).
+fn kept_lines(old: &[&str], new: &[&str]) -> Vec<Option<usize>> {
+    let mut kept = vec![None; new.len()];
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    for (i, slot) in kept.iter_mut().enumerate().take(prefix) {
+        *slot = Some(i);
+    }
+    for k in 0..suffix {
+        kept[new.len() - 1 - k] = Some(old.len() - 1 - k);
+    }
+    let (a, b) = (&old[prefix..old.len() - suffix], &new[prefix..new.len() - suffix]);
+    // A quadratic table; beyond this size only the prefix and suffix count as kept.
+    if a.is_empty() || b.is_empty() || a.len() * b.len() > 250_000 {
+        return kept;
+    }
+    let mut table = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            table[i][j] = if a[i] == b[j] {
+                table[i + 1][j + 1] + 1
+            } else {
+                table[i + 1][j].max(table[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            kept[prefix + j] = Some(prefix + i);
+            i += 1;
+            j += 1;
+        } else if table[i + 1][j] >= table[i][j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    kept
+}
+
+/// An empty old text: append (patch, search-replace), fill an empty file, or refuse.
+fn insert(text: &str, lines: &Lines, hunk: &Hunk) -> Result<Located, LocateError> {
+    let eol = lines.eol();
+    let new = with_eol(&hunk.new, eol);
+    if text.is_empty() {
+        return Ok(Located {
+            text: new,
+            tier: Tier::Exact,
+            line: 1,
+            cursor: 0,
+        });
+    }
+    if !hunk.append {
+        return Err(LocateError::Unusable {
+            tier: Tier::Exact,
+            reason: "the old text is empty, so there is nowhere to put the new text; include \
+                     the lines around the change in the old text (or write the whole file)"
+                .to_owned(),
+        });
+    }
+    let mut result = text.to_owned();
+    let terminated = lines.ends_with_newline();
+    if !terminated {
+        result.push_str(eol);
+    }
+    result.push_str(&new);
+    if !terminated
+        && !hunk.terminate_last
+        && let Some(stripped) = result.strip_suffix(eol)
+    {
+        result.truncate(stripped.len());
+    }
+    let cursor = Lines::new(&result).len();
+    Ok(Located {
+        text: result,
+        tier: Tier::Exact,
+        line: lines.len() + 1,
+        cursor,
+    })
+}
+
+/// The window of the file most like `old`, if at least one line in it looks alike.
+fn near_miss(lines: &Lines, old: &[&OldLine]) -> Option<NearMiss> {
+    if old.is_empty() || lines.is_empty() {
+        return None;
+    }
+    let window = old.len().min(lines.len());
+    let cheap = lines.len() * old.len() > 400_000;
+    let mut best: Option<(f64, usize)> = None;
+    for start in 0..=lines.len() - window {
+        let score: f64 = (0..window)
+            .map(|j| similarity(lines.get(start + j), old[j], cheap))
+            .sum();
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, start));
+        }
+    }
+    let (score, start) = best?;
+    if score < 0.5 {
+        return None;
+    }
+    let mut diff = String::new();
+    for (j, o) in old.iter().enumerate() {
+        let file = (j < window).then(|| lines.get(start + j));
+        if file == Some(o.raw) {
+            diff.push_str(&format!("  {}\n", o.raw));
+        } else {
+            diff.push_str(&format!("- {}\n", o.raw));
+            if let Some(file) = file {
+                diff.push_str(&format!("+ {file}\n"));
+            }
+        }
+    }
+    Some(NearMiss {
+        line: start + 1,
+        diff,
+    })
+}
+
+/// How alike two lines are, from 0 to 1 (Dice coefficient of character bigrams).
+fn similarity(file: &str, old: &OldLine, cheap: bool) -> f64 {
+    let a = file.trim();
+    let b = old.raw.trim();
+    if a == b {
+        return 1.0;
+    }
+    if cheap || a.len() < 2 || b.len() < 2 {
+        return 0.0;
+    }
+    let bigrams = |s: &str| {
+        let chars: Vec<char> = s.chars().collect();
+        let mut pairs: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
+        pairs.sort_unstable();
+        pairs
+    };
+    let (x, y) = (bigrams(a), bigrams(b));
+    let (mut i, mut j, mut common) = (0, 0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+        }
+    }
+    2.0 * common as f64 / (x.len() + y.len()) as f64
+}
