@@ -105,7 +105,10 @@ impl DiskFiles {
                     continue;
                 };
                 let target = self.target(&file.path);
-                let dir = target.parent().expect("a file path has a parent").to_owned();
+                let dir = target
+                    .parent()
+                    .expect("a file path has a parent")
+                    .to_owned();
                 create_dirs(&dir, &mut created_dirs).map_err(io_error(&file.path))?;
                 let name = target.file_name().unwrap_or_default().to_string_lossy();
                 let temp = dir.join(format!(".{name}.wright-{}-{n}.tmp", std::process::id()));
@@ -188,7 +191,10 @@ pub struct MemoryFiles {
 impl MemoryFiles {
     pub fn new<P: Into<PathBuf>, T: Into<String>>(files: impl IntoIterator<Item = (P, T)>) -> Self {
         Self {
-            files: files.into_iter().map(|(p, t)| (p.into(), t.into())).collect(),
+            files: files
+                .into_iter()
+                .map(|(p, t)| (p.into(), t.into()))
+                .collect(),
         }
     }
 

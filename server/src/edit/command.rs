@@ -60,7 +60,10 @@ fn report(result: Result<Plan, EditError>, syntax: &[SyntaxError], options: Opti
         Err(_) => 1,
     };
     let warnings: String = if matches!(result, Ok(_)) {
-        syntax.iter().map(|e| format!("warning: the edit introduced a syntax error: {e}\n")).collect()
+        syntax
+            .iter()
+            .map(|e| format!("warning: the edit introduced a syntax error: {e}\n"))
+            .collect()
     } else {
         String::new()
     };
@@ -116,7 +119,12 @@ fn report(result: Result<Plan, EditError>, syntax: &[SyntaxError], options: Opti
                 .actions
                 .iter()
                 .map(|a| match &a.to {
-                    Some(to) => format!("{verb}{} {} -> {}\n", a.kind.name(), a.path.display(), to.display()),
+                    Some(to) => format!(
+                        "{verb}{} {} -> {}\n",
+                        a.kind.name(),
+                        a.path.display(),
+                        to.display()
+                    ),
                     None => format!("{verb}{} {}\n", a.kind.name(), a.path.display()),
                 })
                 .collect();

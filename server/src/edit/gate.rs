@@ -57,7 +57,12 @@ pub fn introduced_errors(plan: &Plan) -> Vec<SyntaxError> {
         let before: HashSet<(usize, String)> = file
             .before
             .as_ref()
-            .map(|b| errors(language, &b.text).into_iter().map(|(o, _, m)| (o, m)).collect())
+            .map(|b| {
+                errors(language, &b.text)
+                    .into_iter()
+                    .map(|(o, _, m)| (o, m))
+                    .collect()
+            })
             .unwrap_or_default();
         for (offset, (row, column), message) in errors(language, after) {
             let old_offset = match file.edits.first() {
@@ -148,7 +153,11 @@ mod tests {
         let errors = introduced_errors(&plan);
         assert!(!errors.is_empty());
         assert_eq!(errors[0].line, 2, "{errors:?}");
-        assert!(errors[0].to_string().starts_with("a.rs:2:"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().starts_with("a.rs:2:"),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]

@@ -48,9 +48,11 @@ impl Tier {
             Self::Exact => file == old.raw,
             Self::TrailingWhitespace => file.trim_end() == old.raw.trim_end(),
             Self::Whitespace => file.trim() == old.raw.trim(),
-            Self::Punctuation | Self::Elision => {
-                file.trim().chars().map(ascii_punctuation).eq(old.punctuation.chars())
-            }
+            Self::Punctuation | Self::Elision => file
+                .trim()
+                .chars()
+                .map(ascii_punctuation)
+                .eq(old.punctuation.chars()),
         }
     }
 }
@@ -79,7 +81,10 @@ impl<'a> OldLine<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LocateError {
     /// No tier found the old text; the closest lines, if any look alike.
-    NotFound { tier: Tier, near_miss: Option<NearMiss> },
+    NotFound {
+        tier: Tier,
+        near_miss: Option<NearMiss>,
+    },
     /// A tier found the old text more than once (1-based start lines).
     Ambiguous { tier: Tier, candidates: Vec<usize> },
     /// The old text was found, but the edit cannot be carried out as written.
@@ -143,9 +148,9 @@ pub fn apply_hunk(text: &str, hunk: &Hunk, cursor: usize) -> Result<Located, Loc
     let mut regions = Vec::new();
     if let Some(context) = &hunk.context {
         let context = OldLine::new(context);
-        let found = Tier::LINE_TIERS.iter().find_map(|tier| {
-            (cursor..lines.len()).find(|&i| tier.matches(lines.get(i), &context))
-        });
+        let found = Tier::LINE_TIERS
+            .iter()
+            .find_map(|tier| (cursor..lines.len()).find(|&i| tier.matches(lines.get(i), &context)));
         regions.extend(found);
     }
     regions.extend([cursor.min(lines.len()), 0]);
@@ -211,7 +216,11 @@ fn find(lines: &Lines, old: &[OldLine], tier: Tier, span: std::ops::Range<usize>
         return Vec::new();
     }
     (span.start..=span.end - old.len())
-        .filter(|&i| old.iter().enumerate().all(|(j, o)| tier.matches(lines.get(i + j), o)))
+        .filter(|&i| {
+            old.iter()
+                .enumerate()
+                .all(|(j, o)| tier.matches(lines.get(i + j), o))
+        })
         .collect()
 }
 
@@ -436,7 +445,10 @@ fn replace(
                         None => (*new).to_owned(),
                     };
                     if m.tier >= Tier::Punctuation {
-                        out = out.chars().map(|c| *punctuation.get(&c).unwrap_or(&c)).collect();
+                        out = out
+                            .chars()
+                            .map(|c| *punctuation.get(&c).unwrap_or(&c))
+                            .collect();
                     }
                     out
                 }
@@ -540,7 +552,10 @@ fn kept_lines(old: &[&str], new: &[&str]) -> Vec<Option<usize>> {
     for k in 0..suffix {
         kept[new.len() - 1 - k] = Some(old.len() - 1 - k);
     }
-    let (a, b) = (&old[prefix..old.len() - suffix], &new[prefix..new.len() - suffix]);
+    let (a, b) = (
+        &old[prefix..old.len() - suffix],
+        &new[prefix..new.len() - suffix],
+    );
     // A quadratic table; beyond this size only the prefix and suffix count as kept.
     if a.is_empty() || b.is_empty() || a.len() * b.len() > 250_000 {
         return kept;

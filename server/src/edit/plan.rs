@@ -274,7 +274,9 @@ pub fn relative_path(path: &str) -> Result<PathBuf, EditError> {
                 }
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(bad("is absolute; use a path relative to the workspace root"));
+                return Err(bad(
+                    "is absolute; use a path relative to the workspace root",
+                ));
             }
         }
     }

@@ -157,10 +157,7 @@ mod tests {
     fn lines_remember_terminators_and_the_missing_final_newline() {
         let lines = Lines::new("a\r\nb\r\nc");
         assert_eq!(lines.len(), 3);
-        assert_eq!(
-            (lines.get(0), lines.get(1), lines.get(2)),
-            ("a", "b", "c")
-        );
+        assert_eq!((lines.get(0), lines.get(1), lines.get(2)), ("a", "b", "c"));
         assert_eq!(lines.eol(), "\r\n");
         assert!(!lines.ends_with_newline());
         assert_eq!(lines.end_with_terminator(0), 3);

@@ -23,7 +23,12 @@ pub fn parse(input: &str) -> Result<Vec<FileOp>, ParseError> {
                 format!("invalid JSON: {err}"),
             ));
         }
-        None => return Err(ParseError::new(line_of(start), "expected a JSON object or list")),
+        None => {
+            return Err(ParseError::new(
+                line_of(start),
+                "expected a JSON object or list",
+            ));
+        }
     };
     let line = line_of(start);
     let items = match value {
@@ -33,17 +38,28 @@ pub fn parse(input: &str) -> Result<Vec<FileOp>, ParseError> {
     let mut ops: Vec<FileOp> = Vec::new();
     for (index, item) in items.iter().enumerate() {
         let Value::Object(object) = item else {
-            return Err(ParseError::new(line, format!("item {index}: expected a JSON object")));
+            return Err(ParseError::new(
+                line,
+                format!("item {index}: expected a JSON object"),
+            ));
         };
         let path = string(object, &["path", "file_path"], index, line)?;
         let edits = match object.get("edits") {
             Some(Value::Array(edits)) => edits.iter().collect(),
-            Some(_) => return Err(ParseError::new(line, format!("item {index}: \"edits\" must be a list"))),
+            Some(_) => {
+                return Err(ParseError::new(
+                    line,
+                    format!("item {index}: \"edits\" must be a list"),
+                ));
+            }
             None => vec![item],
         };
         for edit in edits {
             let Value::Object(edit) = edit else {
-                return Err(ParseError::new(line, format!("item {index}: each edit must be a JSON object")));
+                return Err(ParseError::new(
+                    line,
+                    format!("item {index}: each edit must be a JSON object"),
+                ));
             };
             let hunk = Hunk {
                 old: string(edit, &["old_string"], index, line)?,
@@ -53,14 +69,19 @@ pub fn parse(input: &str) -> Result<Vec<FileOp>, ParseError> {
                     None | Some(Value::Null) => false,
                     Some(Value::Bool(all)) => *all,
                     Some(_) => {
-                        return Err(ParseError::new(line, format!("item {index}: \"replace_all\" must be true or false")));
+                        return Err(ParseError::new(
+                            line,
+                            format!("item {index}: \"replace_all\" must be true or false"),
+                        ));
                     }
                 },
                 input_line: line,
                 ..Hunk::default()
             };
             match ops.last_mut() {
-                Some(FileOp::Update { path: last, hunks, .. }) if *last == path => hunks.push(hunk),
+                Some(FileOp::Update {
+                    path: last, hunks, ..
+                }) if *last == path => hunks.push(hunk),
                 _ => ops.push(FileOp::Update {
                     path: path.clone(),
                     move_to: None,
@@ -72,11 +93,22 @@ pub fn parse(input: &str) -> Result<Vec<FileOp>, ParseError> {
     Ok(ops)
 }
 
-fn string(object: &Map<String, Value>, keys: &[&str], index: usize, line: usize) -> Result<String, ParseError> {
+fn string(
+    object: &Map<String, Value>,
+    keys: &[&str],
+    index: usize,
+    line: usize,
+) -> Result<String, ParseError> {
     match keys.iter().find_map(|k| object.get(*k)) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(ParseError::new(line, format!("item {index}: \"{}\" must be a string", keys[0]))),
-        None => Err(ParseError::new(line, format!("item {index}: missing \"{}\"", keys[0]))),
+        Some(_) => Err(ParseError::new(
+            line,
+            format!("item {index}: \"{}\" must be a string", keys[0]),
+        )),
+        None => Err(ParseError::new(
+            line,
+            format!("item {index}: missing \"{}\"", keys[0]),
+        )),
     }
 }
 
@@ -93,7 +125,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ops.len(), 2);
-        let FileOp::Update { path, hunks, .. } = &ops[0] else { panic!() };
+        let FileOp::Update { path, hunks, .. } = &ops[0] else {
+            panic!()
+        };
         assert_eq!((path.as_str(), hunks.len()), ("a.rs", 2));
         assert!(hunks[0].replace_all && hunks[0].substring && !hunks[1].replace_all);
         assert_eq!(ops[1].path(), "b.rs");
@@ -101,9 +135,13 @@ mod tests {
 
     #[test]
     fn errors_say_where_and_what_was_expected() {
-        let err = parse("text\n{\"path\": \"a\",\n \"old_string\": 1, \"new_string\": \"\"}").unwrap_err();
+        let err = parse("text\n{\"path\": \"a\",\n \"old_string\": 1, \"new_string\": \"\"}")
+            .unwrap_err();
         assert_eq!(err.line, 2);
-        assert!(err.message.contains("\"old_string\" must be a string"), "{err}");
+        assert!(
+            err.message.contains("\"old_string\" must be a string"),
+            "{err}"
+        );
         let err = parse("{\"path\": \"a\",\n\"old_string\": \"x\"").unwrap_err();
         assert!(err.message.contains("invalid JSON"), "{err}");
         let err = parse("{\"path\": \"a\", \"old_string\": \"x\"}").unwrap_err();

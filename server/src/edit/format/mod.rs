@@ -48,7 +48,12 @@ impl FromStr for Format {
             "search-replace" => Self::SearchReplace,
             "udiff" => Self::Udiff,
             "json" => Self::Json,
-            _ => return Err(format!("unknown format {s:?}; expected one of {}", Self::NAMES)),
+            _ => {
+                return Err(format!(
+                    "unknown format {s:?}; expected one of {}",
+                    Self::NAMES
+                ));
+            }
         })
     }
 }
@@ -63,8 +68,13 @@ impl fmt::Display for Format {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FileOp {
     /// Create (or overwrite) a file with this content.
-    Add { path: String, content: String },
-    Delete { path: String },
+    Add {
+        path: String,
+        content: String,
+    },
+    Delete {
+        path: String,
+    },
     Update {
         path: String,
         move_to: Option<String>,
@@ -132,7 +142,11 @@ pub fn parse(input: &str, format: Format) -> Result<Vec<FileOp>, ParseError> {
         Format::Auto => detect(&input)?,
         other => other,
     };
-    let lines: Vec<&str> = input.split('\n').collect();
+    let lines: Vec<&str> = input
+        .strip_suffix('\n')
+        .unwrap_or(&input)
+        .split('\n')
+        .collect();
     let ops = match format {
         Format::Patch => patch::parse(&lines)?,
         Format::SearchReplace => search_replace::parse(&lines)?,
@@ -167,9 +181,9 @@ pub fn detect(input: &str) -> Result<Format, ParseError> {
     if start.starts_with('{') || start.starts_with('[') || input.contains("\"old_string\"") {
         return Ok(Format::Json);
     }
-    let udiff_header = lines.windows(2).any(|w| {
-        w[0].starts_with("--- ") && w[1].starts_with("+++ ")
-    });
+    let udiff_header = lines
+        .windows(2)
+        .any(|w| w[0].starts_with("--- ") && w[1].starts_with("+++ "));
     if udiff_header || lines.iter().any(|l| l.starts_with("@@ -")) {
         return Ok(Format::Udiff);
     }
@@ -210,10 +224,19 @@ mod tests {
     #[test]
     fn auto_detects_each_format_through_prose_and_fences() {
         let cases = [
-            ("Here:\n```\n*** Begin Patch\n*** End Patch\n```\n", Format::Patch),
-            ("src/a.rs\n```rust\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n", Format::SearchReplace),
+            (
+                "Here:\n```\n*** Begin Patch\n*** End Patch\n```\n",
+                Format::Patch,
+            ),
+            (
+                "src/a.rs\n```rust\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n",
+                Format::SearchReplace,
+            ),
             ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", Format::Udiff),
-            ("```json\n{\"path\": \"x\", \"old_string\": \"a\", \"new_string\": \"b\"}\n```", Format::Json),
+            (
+                "```json\n{\"path\": \"x\", \"old_string\": \"a\", \"new_string\": \"b\"}\n```",
+                Format::Json,
+            ),
         ];
         for (input, format) in cases {
             assert_eq!(detect(&prepare(input)), Ok(format), "{input}");
@@ -227,15 +250,28 @@ mod tests {
         let input = "\u{feff}*** Begin Patch\r\n*** Delete File: a.txt\r\n*** End Patch\r\n";
         assert_eq!(
             parse(input, Format::Auto).unwrap(),
-            [FileOp::Delete { path: "a.txt".into() }]
+            [FileOp::Delete {
+                path: "a.txt".into()
+            }]
         );
     }
 
     #[test]
     fn format_names_round_trip() {
-        for format in [Format::Auto, Format::Patch, Format::SearchReplace, Format::Udiff, Format::Json] {
+        for format in [
+            Format::Auto,
+            Format::Patch,
+            Format::SearchReplace,
+            Format::Udiff,
+            Format::Json,
+        ] {
             assert_eq!(format.name().parse::<Format>(), Ok(format));
         }
-        assert!("diff".parse::<Format>().unwrap_err().contains("search-replace"));
+        assert!(
+            "diff"
+                .parse::<Format>()
+                .unwrap_err()
+                .contains("search-replace")
+        );
     }
 }

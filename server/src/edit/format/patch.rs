@@ -18,15 +18,16 @@ const END_OF_FILE: &str = "*** End of File";
 /// Whether a line is one of the envelope's markers (which end a hunk).
 fn is_marker(line: &str) -> bool {
     let t = line.trim();
-    t == END
-        || t == END_OF_FILE
-        || [ADD, DELETE, UPDATE, MOVE].iter().any(|m| t.starts_with(m))
+    t == END || t == END_OF_FILE || [ADD, DELETE, UPDATE, MOVE].iter().any(|m| t.starts_with(m))
 }
 
 fn path_after<'a>(line: &'a str, marker: &str, number: usize) -> Result<&'a str, ParseError> {
     let path = line.trim()[marker.len()..].trim();
     if path.is_empty() {
-        return Err(ParseError::new(number, format!("`{marker}` needs a path after it")));
+        return Err(ParseError::new(
+            number,
+            format!("`{marker}` needs a path after it"),
+        ));
     }
     Ok(path)
 }
@@ -211,9 +212,15 @@ mod tests {
         else {
             panic!("{ops:?}")
         };
-        assert_eq!((path.as_str(), move_to.as_deref()), ("c.txt", Some("d/c.txt")));
+        assert_eq!(
+            (path.as_str(), move_to.as_deref()),
+            ("c.txt", Some("d/c.txt"))
+        );
         assert_eq!(hunks[0].context.as_deref(), Some("fn main()"));
-        assert_eq!((hunks[0].old.as_str(), hunks[0].new.as_str()), ("ctx\nold\n", "ctx\nnew\n"));
+        assert_eq!(
+            (hunks[0].old.as_str(), hunks[0].new.as_str()),
+            ("ctx\nold\n", "ctx\nnew\n")
+        );
         assert!(!hunks[0].at_end && hunks[1].at_end);
         assert_eq!((hunks[1].old.as_str(), hunks[1].new.as_str()), ("x\n", ""));
     }
@@ -221,12 +228,36 @@ mod tests {
     #[test]
     fn errors_say_where_and_what_was_expected() {
         let cases = [
-            ("*** Begin Patch\n*** Frobnicate File: foo\n*** End Patch\n", 2, "expected `*** Add File:`"),
-            ("*** Begin Patch\n*** Update File: a\n@@\n-x\n", 5, "expected `*** End Patch`"),
-            ("*** Begin Patch\n*** Update File: a\n*** End Patch\n", 2, "has no hunks"),
-            ("*** Begin Patch\n*** Update File: a\n@@\nbad\n*** End Patch\n", 4, "' ' (context)"),
-            ("*** Begin Patch\n*** Add File: a\nno plus\n*** End Patch\n", 3, "starts with `+`"),
-            ("*** Begin Patch\n*** Delete File:\n*** End Patch\n", 2, "needs a path"),
+            (
+                "*** Begin Patch\n*** Frobnicate File: foo\n*** End Patch\n",
+                2,
+                "expected `*** Add File:`",
+            ),
+            (
+                "*** Begin Patch\n*** Update File: a\n@@\n-x\n",
+                5,
+                "expected `*** End Patch`",
+            ),
+            (
+                "*** Begin Patch\n*** Update File: a\n*** End Patch\n",
+                2,
+                "has no hunks",
+            ),
+            (
+                "*** Begin Patch\n*** Update File: a\n@@\nbad\n*** End Patch\n",
+                4,
+                "' ' (context)",
+            ),
+            (
+                "*** Begin Patch\n*** Add File: a\nno plus\n*** End Patch\n",
+                3,
+                "starts with `+`",
+            ),
+            (
+                "*** Begin Patch\n*** Delete File:\n*** End Patch\n",
+                2,
+                "needs a path",
+            ),
             ("no patch here", 1, "expected `*** Begin Patch`"),
         ];
         for (input, line, expected) in cases {

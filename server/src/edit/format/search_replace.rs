@@ -29,7 +29,10 @@ fn is_replace(line: &str) -> bool {
 /// `# src/main.rs`; `None` for prose.
 fn path_in(line: &str) -> Option<&str> {
     let t = line.trim().trim_start_matches('#').trim();
-    let t = t.trim_end_matches(':').trim_matches(|c| c == '`' || c == '*').trim();
+    let t = t
+        .trim_end_matches(':')
+        .trim_matches(|c| c == '`' || c == '*')
+        .trim();
     let looks_like_path = !t.is_empty()
         && !t.contains(char::is_whitespace)
         && (t.contains('.') || t.contains('/'))
@@ -47,7 +50,10 @@ pub fn parse(lines: &[&str]) -> Result<Vec<FileOp>, ParseError> {
             if is_divider(lines[i]) || is_replace(lines[i]) {
                 return Err(ParseError::new(
                     i + 1,
-                    format!("`{}` outside a block: expected `<<<<<<< SEARCH` first", lines[i].trim()),
+                    format!(
+                        "`{}` outside a block: expected `<<<<<<< SEARCH` first",
+                        lines[i].trim()
+                    ),
                 ));
             }
             i += 1;
@@ -62,7 +68,9 @@ pub fn parse(lines: &[&str]) -> Result<Vec<FileOp>, ParseError> {
             (Some(path), _) => path.to_owned(),
             (None, Some(previous)) => previous.clone(),
             (None, None) => {
-                let found = path_line.map(|l| format!("; found `{}`", l.trim())).unwrap_or_default();
+                let found = path_line
+                    .map(|l| format!("; found `{}`", l.trim()))
+                    .unwrap_or_default();
                 return Err(ParseError::new(
                     search_line,
                     format!("expected a file path on the line before `<<<<<<< SEARCH`{found}"),
@@ -73,19 +81,28 @@ pub fn parse(lines: &[&str]) -> Result<Vec<FileOp>, ParseError> {
         let old_start = i;
         while i < lines.len() && !is_divider(lines[i]) {
             if is_search(lines[i]) || is_replace(lines[i]) {
-                return Err(ParseError::new(i + 1, "expected `=======` between the search and the replacement"));
+                return Err(ParseError::new(
+                    i + 1,
+                    "expected `=======` between the search and the replacement",
+                ));
             }
             i += 1;
         }
         if i == lines.len() {
-            return Err(ParseError::new(lines.len(), "expected `=======` before the end of the input"));
+            return Err(ParseError::new(
+                lines.len(),
+                "expected `=======` before the end of the input",
+            ));
         }
         let old = &lines[old_start..i];
         i += 1;
         let new_start = i;
         while i < lines.len() && !is_replace(lines[i]) {
             if is_search(lines[i]) || is_divider(lines[i]) {
-                return Err(ParseError::new(i + 1, "expected `>>>>>>> REPLACE` to end the block"));
+                return Err(ParseError::new(
+                    i + 1,
+                    "expected `>>>>>>> REPLACE` to end the block",
+                ));
             }
             i += 1;
         }
@@ -107,7 +124,9 @@ pub fn parse(lines: &[&str]) -> Result<Vec<FileOp>, ParseError> {
             ..Hunk::default()
         };
         match ops.last_mut() {
-            Some(FileOp::Update { path: last, hunks, .. }) if *last == path => hunks.push(hunk),
+            Some(FileOp::Update {
+                path: last, hunks, ..
+            }) if *last == path => hunks.push(hunk),
             _ => ops.push(FileOp::Update {
                 path,
                 move_to: None,
@@ -134,9 +153,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ops.len(), 2);
-        let FileOp::Update { path, hunks, .. } = &ops[0] else { panic!() };
+        let FileOp::Update { path, hunks, .. } = &ops[0] else {
+            panic!()
+        };
         assert_eq!(path, "src/a.rs");
-        assert_eq!((hunks[0].old.as_str(), hunks[0].new.as_str()), ("old\n", "new\n"));
+        assert_eq!(
+            (hunks[0].old.as_str(), hunks[0].new.as_str()),
+            ("old\n", "new\n")
+        );
         assert_eq!((hunks[1].old.as_str(), hunks[1].new.as_str()), ("x\n", ""));
         assert_eq!(ops[1].path(), "b.py");
     }
@@ -144,9 +168,21 @@ mod tests {
     #[test]
     fn errors_say_where_and_what_was_expected() {
         let cases = [
-            ("Here is my change:\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n", 2, "expected a file path"),
-            ("a.rs\n<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n", 3, "expected `=======`"),
-            ("a.rs\n<<<<<<< SEARCH\na\n=======\nb\n", 6, "expected `>>>>>>> REPLACE`"),
+            (
+                "Here is my change:\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n",
+                2,
+                "expected a file path",
+            ),
+            (
+                "a.rs\n<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n",
+                3,
+                "expected `=======`",
+            ),
+            (
+                "a.rs\n<<<<<<< SEARCH\na\n=======\nb\n",
+                6,
+                "expected `>>>>>>> REPLACE`",
+            ),
             ("a.rs\n=======\n", 2, "outside a block"),
         ];
         for (input, line, expected) in cases {

@@ -19,7 +19,10 @@ fn is_file_header(lines: &[&str], i: usize) -> bool {
 
 /// The old start line of `@@ -l,s +l,s @@`, if the header has numbers.
 fn old_start(header: &str) -> Option<usize> {
-    let rest = header.trim_start_matches('@').trim_start().strip_prefix('-')?;
+    let rest = header
+        .trim_start_matches('@')
+        .trim_start()
+        .strip_prefix('-')?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
@@ -145,7 +148,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ops.len(), 4);
-        let FileOp::Update { path, hunks, .. } = &ops[0] else { panic!("{ops:?}") };
+        let FileOp::Update { path, hunks, .. } = &ops[0] else {
+            panic!("{ops:?}")
+        };
         assert_eq!(path, "x.rs");
         assert_eq!(hunks[0].line_hint, Some(10));
         assert_eq!(hunks[0].old, "ctx\n-- not a header\n\nctx2\n");
@@ -153,12 +158,24 @@ mod tests {
         assert_eq!((hunks[1].line_hint, hunks[1].old.as_str()), (None, "y\n"));
         assert_eq!(
             ops[1],
-            FileOp::Add { path: "new.txt".into(), content: "hello\n".into() }
+            FileOp::Add {
+                path: "new.txt".into(),
+                content: "hello\n".into()
+            }
         );
-        assert_eq!(ops[2], FileOp::Delete { path: "gone.txt".into() });
+        assert_eq!(
+            ops[2],
+            FileOp::Delete {
+                path: "gone.txt".into()
+            }
+        );
         assert_eq!(
             ops[3],
-            FileOp::Update { path: "m.txt".into(), move_to: Some("n.txt".into()), hunks: vec![] }
+            FileOp::Update {
+                path: "m.txt".into(),
+                move_to: Some("n.txt".into()),
+                hunks: vec![]
+            }
         );
     }
 
