@@ -38,6 +38,9 @@ fn verify(source: &dyn FileSource, plan: &Plan) -> Result<(), EditError> {
 #[derive(Clone, Debug)]
 pub struct DiskFiles {
     root: PathBuf,
+    /// Tests make the commit step with this index fail, to exercise the roll-back.
+    #[cfg(test)]
+    fail_step: Option<usize>,
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> EditError + '_ {
@@ -77,7 +80,11 @@ struct Staged {
 
 impl DiskFiles {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            #[cfg(test)]
+            fail_step: None,
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -128,6 +135,7 @@ impl DiskFiles {
         let mut done = Vec::new();
         for (file, step_staged) in plan.files.iter().zip(&staged) {
             let step = match step_staged {
+                _ if self.injected_failure(done.len()) => Err(io::Error::other("injected failure")),
                 Some(staged) => fs::rename(&staged.temp, &staged.target),
                 None => fs::remove_file(self.target(&file.path)),
             };
@@ -139,6 +147,16 @@ impl DiskFiles {
             done.push(file.path.clone());
         }
         Ok(())
+    }
+
+    fn injected_failure(&self, step: usize) -> bool {
+        #[cfg(test)]
+        return self.fail_step == Some(step);
+        #[cfg(not(test))]
+        {
+            let _ = step;
+            false
+        }
     }
 
     /// Puts back the files already changed, newest first.
@@ -227,5 +245,147 @@ impl FileSource for MemoryFiles {
             return Ok(FileState::Directory);
         }
         Ok(FileState::Missing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edit::{Checkpoints, Format, format, plan::plan};
+
+    fn temp_root(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("wright-apply-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn disk_plan(files: &DiskFiles, input: &str) -> Plan {
+        plan(&format::parse(input, Format::Auto).unwrap(), files).unwrap()
+    }
+
+    #[test]
+    fn a_failing_step_restores_everything_already_done() {
+        let root = temp_root("rollback");
+        fs::write(root.join("a.txt"), "a\n").unwrap();
+        fs::write(root.join("b.txt"), "b\n").unwrap();
+        let files = DiskFiles::new(&root);
+        let plan = disk_plan(
+            &files,
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: new/c.txt\n+c\n\
+             *** Delete File: b.txt\n*** End Patch\n",
+        );
+        // Plans are sorted by path: a.txt, b.txt, new/c.txt; each step in turn fails.
+        for fail in 0..3 {
+            let failing = DiskFiles {
+                fail_step: Some(fail),
+                ..files.clone()
+            };
+            let err = failing.apply(&plan).unwrap_err();
+            assert_eq!(err.kind(), "io", "{err}");
+            assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "a\n");
+            assert_eq!(fs::read_to_string(root.join("b.txt")).unwrap(), "b\n");
+            let left: Vec<_> = fs::read_dir(&root)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            assert_eq!(left.len(), 2, "step {fail}: {left:?}");
+        }
+        files.apply(&plan).unwrap();
+        assert_eq!(fs::read_to_string(root.join("new/c.txt")).unwrap(), "c\n");
+        assert!(!root.join("b.txt").exists());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_changed_after_planning_is_not_overwritten() {
+        let root = temp_root("stale");
+        fs::write(root.join("a.txt"), "a\n").unwrap();
+        let files = DiskFiles::new(&root);
+        let plan = disk_plan(
+            &files,
+            "a.txt\n<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n",
+        );
+        fs::write(root.join("a.txt"), "a\nuser typed\n").unwrap();
+        assert_eq!(files.apply(&plan).unwrap_err().kind(), "stale");
+        assert_eq!(
+            fs::read_to_string(root.join("a.txt")).unwrap(),
+            "a\nuser typed\n"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn undo_restores_exactly_after_several_edits_to_one_file() {
+        let root = temp_root("undo");
+        let original = "\u{feff}one\r\ntwo\r\nthree";
+        fs::write(root.join("f.txt"), original).unwrap();
+        let files = DiskFiles::new(&root);
+        let mut checkpoints = Checkpoints::default();
+        let edits = [
+            "f.txt\n<<<<<<< SEARCH\none\n=======\n1\n>>>>>>> REPLACE\n",
+            "{\"path\": \"f.txt\", \"old_string\": \"two\", \"new_string\": \"2\\n2.5\"}",
+            "*** Begin Patch\n*** Update File: f.txt\n*** Move to: g.txt\n@@\n-three\n+3\n*** End Patch\n",
+        ];
+        let mut states = vec![tree(&root)];
+        for edit in edits {
+            let plan = disk_plan(&files, edit);
+            files.apply(&plan).unwrap();
+            checkpoints.record(&plan);
+            states.push(tree(&root));
+        }
+        assert_eq!(
+            fs::read_to_string(root.join("g.txt")).unwrap(),
+            "\u{feff}1\r\n2\r\n2.5\r\n3\r\n"
+        );
+        while checkpoints.undo_last(|plan| files.apply(plan)).unwrap() {
+            states.pop();
+            assert_eq!(&tree(&root), states.last().unwrap());
+        }
+        assert_eq!(fs::read(root.join("f.txt")).unwrap(), original.as_bytes());
+        assert_eq!(states.len(), 1);
+
+        // Undo refuses to overwrite a change made since.
+        let plan = disk_plan(&files, edits[0]);
+        files.apply(&plan).unwrap();
+        checkpoints.record(&plan);
+        fs::write(root.join("f.txt"), "changed").unwrap();
+        assert_eq!(
+            checkpoints
+                .undo_last(|plan| files.apply(plan))
+                .unwrap_err()
+                .kind(),
+            "stale"
+        );
+        assert_eq!(checkpoints.len(), 1);
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| (e.path(), fs::read(e.path()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn memory_files_apply_all_or_nothing() {
+        let mut files = MemoryFiles::new([("a", "1\n"), ("d/b", "2\n")]);
+        assert_eq!(files.state(Path::new("d")).unwrap(), FileState::Directory);
+        let ops = format::parse(
+            "*** Begin Patch\n*** Delete File: a\n*** Add File: c\n+3\n*** End Patch",
+            Format::Patch,
+        )
+        .unwrap();
+        let planned = plan(&ops, &files).unwrap();
+        let mut changed = files.clone();
+        changed.files.insert("c".into(), "other".into());
+        assert_eq!(changed.apply(&planned).unwrap_err().kind(), "stale");
+        assert_eq!(changed.get("a"), Some("1\n"));
+        files.apply(&planned).unwrap();
+        assert_eq!((files.get("a"), files.get("c")), (None, Some("3\n")));
     }
 }

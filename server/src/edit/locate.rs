@@ -695,3 +695,271 @@ fn similarity(file: &str, old: &OldLine, cheap: bool) -> f64 {
     }
     2.0 * common as f64 / (x.len() + y.len()) as f64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_hunk(old: &str, new: &str) -> Hunk {
+        Hunk {
+            old: old.into(),
+            new: new.into(),
+            ..Hunk::default()
+        }
+    }
+
+    fn apply(text: &str, hunk: &Hunk) -> Result<(String, Tier), LocateError> {
+        apply_hunk(text, hunk, 0).map(|l| (l.text, l.tier))
+    }
+
+    #[test]
+    fn tier_1_exact() {
+        let got = apply("a\nb\nc\n", &lines_hunk("b\n", "B\n")).unwrap();
+        assert_eq!(got, ("a\nB\nc\n".into(), Tier::Exact));
+    }
+
+    #[test]
+    fn tier_2_ignores_trailing_whitespace_and_keeps_the_files_context_lines() {
+        let file = "fn f() {\n    let x = 1;   \n    x\n}\n";
+        let hunk = lines_hunk("    let x = 1;\n    x\n", "    let x = 1;\n    x + 1\n");
+        let got = apply(file, &hunk).unwrap();
+        assert_eq!(
+            got,
+            (
+                "fn f() {\n    let x = 1;   \n    x + 1\n}\n".into(),
+                Tier::TrailingWhitespace
+            )
+        );
+    }
+
+    #[test]
+    fn tier_3_reindents_the_replacement_by_the_difference_found() {
+        let file = "impl A {\n        fn f() {\n            one();\n        }\n}\n";
+        // The model lost the common indentation; its new text is re-indented by 8 spaces.
+        let hunk = lines_hunk(
+            "fn f() {\n    one();\n}\n",
+            "fn f() {\n    one();\n    two();\n}\n",
+        );
+        let got = apply(file, &hunk).unwrap();
+        assert_eq!(
+            got,
+            (
+                "impl A {\n        fn f() {\n            one();\n            two();\n        }\n}\n".into(),
+                Tier::Whitespace
+            )
+        );
+        // The model added indentation; the file has tabs: both are undone.
+        let file = "\tif x {\n\t\ty();\n\t}\n";
+        let hunk = lines_hunk(
+            "    \tif x {\n    \t\ty();\n",
+            "    \tif x {\n    \t\tz();\n",
+        );
+        assert_eq!(apply(file, &hunk).unwrap().0, "\tif x {\n\t\tz();\n\t}\n");
+    }
+
+    #[test]
+    fn tier_3_refuses_indentation_that_differs_unevenly() {
+        let file = "a {\n    b\n        c\n}\n";
+        let hunk = lines_hunk("a {\nb\nc\n", "a {\nb\nd\n");
+        let err = apply(file, &hunk).unwrap_err();
+        assert!(
+            matches!(&err, LocateError::Unusable { tier: Tier::Whitespace, reason } if reason.contains("indented inconsistently")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn tier_4_normalises_punctuation_and_maps_it_back_in_changed_lines() {
+        let file = "say(\"it's\") -- done\nnext\n";
+        let hunk = lines_hunk(
+            "say(\u{201C}it\u{2019}s\u{201D}) \u{2014}- done\n",
+            "say(\u{201C}it\u{2019}s here\u{201D}) \u{2014}- done\n",
+        );
+        let got = apply(file, &hunk).unwrap();
+        assert_eq!(
+            got,
+            (
+                "say(\"it's here\") -- done\nnext\n".into(),
+                Tier::Punctuation
+            )
+        );
+    }
+
+    #[test]
+    fn tier_5_elision_keeps_the_elided_lines() {
+        let file = "fn a() {\n    one();\n    two();\n    three();\n    done()\n}\nfn b() {}\n";
+        let hunk = lines_hunk(
+            "fn a() {\n    // ... existing code ...\n    done()\n}\n",
+            "fn a() {\n    start();\n    // ... existing code ...\n    finish()\n}\n",
+        );
+        let got = apply(file, &hunk).unwrap();
+        assert_eq!(
+            got,
+            (
+                "fn a() {\n    start();\n    one();\n    two();\n    three();\n    finish()\n}\nfn b() {}\n".into(),
+                Tier::Elision
+            )
+        );
+    }
+
+    #[test]
+    fn tier_5_refuses_a_piece_that_is_not_unique_and_markers_that_do_not_correspond() {
+        let file = "fn a() {\n    x();\n}\nfn b() {\n    y();\n}\n";
+        let hunk = lines_hunk("fn a() {\n...\n}\n", "fn a() {\n...\n    z();\n}\n");
+        let err = apply(file, &hunk).unwrap_err();
+        assert_eq!(
+            err,
+            LocateError::Ambiguous {
+                tier: Tier::Elision,
+                candidates: vec![3, 6]
+            }
+        );
+        let hunk = lines_hunk("fn a() {\n...\n    x();\n", "fn a() {\n    x();\n");
+        let err = apply(file, &hunk).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LocateError::Unusable {
+                    tier: Tier::Elision,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn two_matches_in_a_tier_are_refused_with_their_lines() {
+        let err = apply("x\ny\nx\n", &lines_hunk("x\n", "z\n")).unwrap_err();
+        assert_eq!(
+            err,
+            LocateError::Ambiguous {
+                tier: Tier::Exact,
+                candidates: vec![1, 3]
+            }
+        );
+        let err = apply("x \ny\nx  \n", &lines_hunk("x\n", "z\n")).unwrap_err();
+        assert_eq!(
+            err,
+            LocateError::Ambiguous {
+                tier: Tier::TrailingWhitespace,
+                candidates: vec![1, 3]
+            }
+        );
+        // An exact match ends the ladder even if a looser tier would find more.
+        let got = apply("x\ny\nx  \n", &lines_hunk("x\n", "z\n")).unwrap();
+        assert_eq!(got, ("z\ny\nx  \n".into(), Tier::Exact));
+    }
+
+    #[test]
+    fn not_found_names_the_closest_lines_with_a_diff() {
+        let file = "fn main() {\n    let total = 10;\n    println!(\"{total}\");\n}\n";
+        let hunk = lines_hunk("    let totl = 10;\n    println!(\"{total}\");\n", "x\n");
+        let err = apply(file, &hunk).unwrap_err();
+        let LocateError::NotFound {
+            tier: Tier::Punctuation,
+            near_miss: Some(miss),
+        } = err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(miss.line, 2);
+        assert_eq!(
+            miss.diff,
+            "-     let totl = 10;\n+     let total = 10;\n      println!(\"{total}\");\n"
+        );
+        let err = apply(file, &lines_hunk("zzzz qqqq\n", "x\n")).unwrap_err();
+        assert_eq!(
+            err,
+            LocateError::NotFound {
+                tier: Tier::Punctuation,
+                near_miss: None
+            }
+        );
+    }
+
+    #[test]
+    fn hints_narrow_the_region_but_never_choose_between_matches() {
+        let file = "fn a() {\n    v = 1;\n}\nfn b() {\n    v = 1;\n}\n";
+        let mut hunk = lines_hunk("    v = 1;\n", "    v = 2;\n");
+        hunk.context = Some("fn b() {".into());
+        assert_eq!(
+            apply(file, &hunk).unwrap().0,
+            "fn a() {\n    v = 1;\n}\nfn b() {\n    v = 2;\n}\n"
+        );
+        hunk.context = Some("fn a() {".into());
+        assert!(matches!(
+            apply(file, &hunk),
+            Err(LocateError::Ambiguous { .. })
+        ));
+        // The hunk order: searching after the previous hunk's lines first.
+        let located = apply_hunk(file, &lines_hunk("    v = 1;\n", "    v = 3;\n"), 3).unwrap();
+        assert!(
+            located.text.ends_with("fn b() {\n    v = 3;\n}\n"),
+            "{}",
+            located.text
+        );
+        // `*** End of File`: the old text must end the file.
+        let mut hunk = lines_hunk("    v = 1;\n}\n", "    v = 4;\n}\n");
+        hunk.at_end = true;
+        assert!(apply(file, &hunk).unwrap().0.ends_with("v = 4;\n}\n"));
+        // A udiff line number is never used to choose.
+        let mut hunk = lines_hunk("    v = 1;\n", "    v = 5;\n");
+        hunk.line_hint = Some(5);
+        assert!(matches!(
+            apply(file, &hunk),
+            Err(LocateError::Ambiguous { .. })
+        ));
+    }
+
+    #[test]
+    fn line_endings_final_newline_and_substrings_are_preserved() {
+        let got = apply("a\r\nb\r\nc", &lines_hunk("b\nc\n", "B\nC\n"))
+            .unwrap()
+            .0;
+        assert_eq!(got, "a\r\nB\r\nC");
+        let got = apply("a\nb", &lines_hunk("b\n", "")).unwrap().0;
+        assert_eq!(got, "a");
+        let mut hunk = lines_hunk("b\n", "B\n");
+        hunk.terminate_last = true;
+        assert_eq!(apply("a\nb", &hunk).unwrap().0, "a\nB\n");
+        let substring = Hunk {
+            old: "(1)".into(),
+            new: "(2)".into(),
+            substring: true,
+            ..Hunk::default()
+        };
+        assert_eq!(
+            apply("f(1);\ng(3);\n", &substring).unwrap().0,
+            "f(2);\ng(3);\n"
+        );
+        let all = Hunk {
+            old: "x".into(),
+            new: "y".into(),
+            substring: true,
+            replace_all: true,
+            ..Hunk::default()
+        };
+        assert_eq!(apply("x+x\nx\n", &all).unwrap().0, "y+y\ny\n");
+        let crlf = Hunk {
+            old: "a\nb".into(),
+            new: "c\nd".into(),
+            substring: true,
+            ..Hunk::default()
+        };
+        assert_eq!(apply("a\r\nb\r\n", &crlf).unwrap().0, "c\r\nd\r\n");
+    }
+
+    #[test]
+    fn an_empty_old_text_appends_fills_or_is_refused() {
+        let mut hunk = lines_hunk("", "z\n");
+        assert!(matches!(
+            apply("a\n", &hunk),
+            Err(LocateError::Unusable { .. })
+        ));
+        assert_eq!(apply("", &hunk).unwrap().0, "z\n");
+        hunk.append = true;
+        assert_eq!(apply("a\n", &hunk).unwrap().0, "a\nz\n");
+        assert_eq!(apply("a", &hunk).unwrap().0, "a\nz");
+    }
+}

@@ -285,3 +285,119 @@ pub fn relative_path(path: &str) -> Result<PathBuf, EditError> {
     }
     Ok(clean)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edit::{Format, MemoryFiles, format};
+
+    fn plan_text(input: &str, files: &MemoryFiles) -> Result<Plan, EditError> {
+        plan(&format::parse(input, Format::Auto)?, files)
+    }
+
+    #[test]
+    fn a_plan_is_byte_ranges_against_the_text_it_saw() {
+        let files = MemoryFiles::new([("a.rs", "\u{feff}fn a() {}\nfn b() {}\n")]);
+        let plan = plan_text(
+            "a.rs\n<<<<<<< SEARCH\nfn b() {}\n=======\nfn c() {}\n>>>>>>> REPLACE\n",
+            &files,
+        )
+        .unwrap();
+        let file = &plan.files[0];
+        assert_eq!(file.before.as_ref().unwrap().version, None);
+        assert_eq!(
+            file.edits,
+            [Replacement {
+                range: 16..17,
+                text: "c".into()
+            }]
+        );
+        assert_eq!(
+            file.after.as_deref(),
+            Some("\u{feff}fn a() {}\nfn c() {}\n")
+        );
+    }
+
+    #[test]
+    fn operations_compose_in_order_and_moves_delete_the_source() {
+        let files = MemoryFiles::new([("old.txt", "x\n")]);
+        let plan = plan_text(
+            "*** Begin Patch\n*** Add File: n.txt\n+1\n*** Update File: n.txt\n@@\n-1\n+2\n\
+             *** Update File: old.txt\n*** Move to: sub/new.txt\n@@\n-x\n+y\n*** End Patch\n",
+            &files,
+        )
+        .unwrap();
+        let states: Vec<_> = plan
+            .files
+            .iter()
+            .map(|f| (f.path.to_str().unwrap(), f.after.as_deref()))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("n.txt", Some("2\n")),
+                ("old.txt", None),
+                ("sub/new.txt", Some("y\n"))
+            ]
+        );
+        let kinds: Vec<_> = plan.actions.iter().map(|a| a.kind).collect();
+        assert_eq!(kinds, [ActionKind::Add, ActionKind::Move]);
+    }
+
+    #[test]
+    fn each_refusal_names_the_file() {
+        let files = MemoryFiles::new([("d/a.txt", "x\n")]);
+        let cases = [
+            (
+                "*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch\n",
+                "missing_file",
+            ),
+            (
+                "*** Begin Patch\n*** Update File: d\n@@\n-x\n*** End Patch\n",
+                "not_a_file",
+            ),
+            (
+                "*** Begin Patch\n*** Delete File: ../etc/passwd\n*** End Patch\n",
+                "bad_path",
+            ),
+            (
+                "*** Begin Patch\n*** Delete File: /etc/passwd\n*** End Patch\n",
+                "bad_path",
+            ),
+            (
+                "*** Begin Patch\n*** Update File: d/a.txt\n@@\n-q\n*** End Patch\n",
+                "not_found",
+            ),
+        ];
+        for (input, kind) in cases {
+            let err = plan_text(input, &files).unwrap_err();
+            assert_eq!(err.kind(), kind, "{input}: {err}");
+            assert!(err.path().is_some(), "{err}");
+        }
+    }
+
+    #[test]
+    fn replacement_is_minimal_and_respects_characters() {
+        assert_eq!(
+            replacement("abc", "abc"),
+            Replacement {
+                range: 3..3,
+                text: String::new()
+            }
+        );
+        assert_eq!(
+            replacement("aéb", "aèb"),
+            Replacement {
+                range: 1..3,
+                text: "è".into()
+            }
+        );
+        assert_eq!(
+            replacement("aa", "aaa"),
+            Replacement {
+                range: 2..2,
+                text: "a".into()
+            }
+        );
+    }
+}

@@ -127,14 +127,17 @@ pub fn indentation(line: &str) -> &str {
 /// `-- ...`), in any language's comment form.
 pub fn is_elision_marker(line: &str) -> bool {
     let mut body = line.trim();
+    let mut commented = false;
     for (open, close) in [("/*", "*/"), ("<!--", "-->"), ("{/*", "*/}")] {
         if let Some(inner) = body.strip_prefix(open).and_then(|b| b.strip_suffix(close)) {
             body = inner.trim();
+            commented = true;
         }
     }
     for open in ["//", "#", "--", ";", "%"] {
         if let Some(inner) = body.strip_prefix(open) {
             body = inner.trim();
+            commented = true;
             break;
         }
     }
@@ -142,11 +145,11 @@ pub fn is_elision_marker(line: &str) -> bool {
         return false;
     };
     // Anything after the dots must be words (`existing code`, `rest unchanged ...`), not code:
-    // `...args)` or `...rest,` are JavaScript spreads, not elisions.
+    // `...args)` or `...rest,` are JavaScript spreads, not elisions; a bare `...name` is one
+    // too unless it is in a comment.
     rest.chars()
-        .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '.' | '…' | '-' | '\'' | '(' | ')'))
-        && !rest.trim_start().starts_with('(')
-        && (rest.is_empty() || rest.starts_with([' ', '.', '…']))
+        .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '.' | '…' | '-' | '\''))
+        && (commented || rest.is_empty() || rest.starts_with([' ', '.', '…']))
 }
 
 #[cfg(test)]
@@ -161,7 +164,7 @@ mod tests {
         assert_eq!(lines.eol(), "\r\n");
         assert!(!lines.ends_with_newline());
         assert_eq!(lines.end_with_terminator(0), 3);
-        assert_eq!(lines.start(3), 8);
+        assert_eq!(lines.start(3), 7);
         assert_eq!(lines.line_of(4), 2);
         assert_eq!(Lines::new("x\n").eol(), "\n");
         assert_eq!(Lines::new("").len(), 0);
@@ -183,7 +186,14 @@ mod tests {
         ] {
             assert!(is_elision_marker(marker), "{marker}");
         }
-        for code in ["...args)", "  ...rest,", "return ...;", "foo(...)", "x = 1"] {
+        for code in [
+            "...args)",
+            "  ...rest,",
+            "...args",
+            "return ...;",
+            "foo(...)",
+            "x = 1",
+        ] {
             assert!(!is_elision_marker(code), "{code}");
         }
     }

@@ -175,7 +175,7 @@ mod tests {
             ),
             (
                 "a.rs\n<<<<<<< SEARCH\na\n>>>>>>> REPLACE\n",
-                3,
+                4,
                 "expected `=======`",
             ),
             (
