@@ -249,3 +249,32 @@ fn crlf_bom_and_missing_final_newline_survive_an_edit() {
         "\u{feff}one\r\ntwo\r\nTHREE".as_bytes()
     );
 }
+
+#[test]
+fn the_syntax_gate_refuses_when_the_workspace_configuration_says_so() {
+    let dir = TempDir::new("applygate");
+    dir.write("a.rs", "fn a() {}\n");
+    let edit = "a.rs\n<<<<<<< SEARCH\nfn a() {}\n=======\nfn a( {}\n>>>>>>> REPLACE\n";
+    let out = apply(dir.path(), &["--dry-run", "--json"], edit);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["syntax_errors"][0]["path"], "a.rs", "{report}");
+    assert_eq!(report["syntax_errors"][0]["line"], 1, "{report}");
+
+    dir.write(".wright/config.toml", "[edit]\nsyntax_gate = \"refuse\"\n");
+    let out = apply(dir.path(), &["--json"], edit);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["error"]["kind"], "syntax", "{report}");
+    assert!(
+        report["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a.rs:1:"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.rs")).unwrap(),
+        "fn a() {}\n"
+    );
+}

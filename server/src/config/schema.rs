@@ -66,6 +66,15 @@ pub static KEYS: &[KeySpec] = &[
         doc: "the key sent to providers.anthropic.base_url",
         validate: validate_nonempty,
     },
+    KeySpec {
+        key: "edit.syntax_gate",
+        env: None,
+        default: Some("report"),
+        secret: false,
+        workspace_file: true,
+        doc: "what an edit that introduces syntax errors does: off, report (apply and warn) or refuse",
+        validate: validate_syntax_gate,
+    },
 ];
 
 pub fn find(key: &str) -> Option<&'static KeySpec> {
@@ -98,6 +107,10 @@ fn validate_url(value: &str) -> Result<(), String> {
             "expected a URL starting with http:// or https://, found {value:?}"
         ))
     }
+}
+
+fn validate_syntax_gate(value: &str) -> Result<(), String> {
+    value.parse::<crate::edit::GateMode>().map(|_| ())
 }
 
 fn validate_nonempty(value: &str) -> Result<(), String> {

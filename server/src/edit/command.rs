@@ -59,7 +59,7 @@ fn report(result: Result<Plan, EditError>, syntax: &[SyntaxError], options: Opti
         Err(err) if err.is_io() => 2,
         Err(_) => 1,
     };
-    let warnings: String = if matches!(result, Ok(_)) {
+    let warnings: String = if result.is_ok() {
         syntax
             .iter()
             .map(|e| format!("warning: the edit introduced a syntax error: {e}\n"))

@@ -23,6 +23,19 @@ pub enum GateMode {
     Refuse,
 }
 
+impl std::str::FromStr for GateMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Self::Off),
+            "report" => Ok(Self::Report),
+            "refuse" => Ok(Self::Refuse),
+            _ => Err(format!("expected off, report or refuse, found {s:?}")),
+        }
+    }
+}
+
 /// A parse error an edit introduced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyntaxError {

@@ -71,13 +71,7 @@ impl<'a> Lines<'a> {
     /// The terminator new lines get: the file's first one, `\n` for a file without any.
     pub fn eol(&self) -> &'static str {
         match self.spans.first() {
-            Some((content, next)) if *next > content.end && content.end < self.text.len() => {
-                if self.text[content.end..].starts_with("\r\n") {
-                    "\r\n"
-                } else {
-                    "\n"
-                }
-            }
+            Some((content, _)) if self.text[content.end..].starts_with("\r\n") => "\r\n",
             _ => "\n",
         }
     }
