@@ -16,6 +16,8 @@ pub mod format;
 pub mod gate;
 pub mod locate;
 pub mod plan;
+#[cfg(test)]
+mod properties;
 pub mod text;
 
 use std::path::PathBuf;
