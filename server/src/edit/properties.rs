@@ -141,6 +141,9 @@ proptest! {
                 }
             }
         }
+        // `json`'s old_string may also match inside a line.
+        let old_text: String = old.iter().map(|l| format!("{l}{eol}")).collect();
+        prop_assume!(!matches!(format, Format::Json) || text.matches(&old_text).count() <= 1);
         let edit = render(format, &old, &new, start);
         let got = apply_edit(&text, &edit, format);
         prop_assert_eq!(got.map_err(|e| e.to_string()), Ok(expected), "{}", edit);

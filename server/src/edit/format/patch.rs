@@ -129,6 +129,8 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
             ));
         }
         let (mut old, mut new) = (Vec::new(), Vec::new());
+        // Blank context lines at the end of the hunk so far.
+        let mut blank_tail = 0;
         while let Some(line) = lines.get(*i) {
             if line.trim() == END_OF_FILE {
                 hunk.at_end = true;
@@ -139,16 +141,28 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
                 break;
             }
             match line.chars().next() {
-                Some('+') => new.push(&line[1..]),
-                Some('-') => old.push(&line[1..]),
+                Some('+') => {
+                    new.push(&line[1..]);
+                    blank_tail = 0;
+                }
+                Some('-') => {
+                    old.push(&line[1..]);
+                    blank_tail = 0;
+                }
                 Some(' ') => {
                     old.push(&line[1..]);
                     new.push(&line[1..]);
+                    blank_tail = if line[1..].is_empty() {
+                        blank_tail + 1
+                    } else {
+                        0
+                    };
                 }
                 // An empty line is an empty context line whose space was lost.
                 None => {
                     old.push("");
                     new.push("");
+                    blank_tail += 1;
                 }
                 Some(_) => {
                     return Err(ParseError::new(
@@ -164,10 +178,8 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
         }
         // Trailing blank context lines are usually padding before the next marker; without
         // them the hunk matches the same place and changes the same lines.
-        while old.last() == Some(&"") && new.last() == Some(&"") {
-            old.pop();
-            new.pop();
-        }
+        old.truncate(old.len() - blank_tail);
+        new.truncate(new.len() - blank_tail);
         if old.is_empty() && new.is_empty() {
             return Err(ParseError::new(
                 hunk.input_line,

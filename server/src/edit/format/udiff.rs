@@ -98,31 +98,43 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
         };
         *i += 1;
         let (mut old, mut new) = (Vec::new(), Vec::new());
+        // Blank context lines at the end of the hunk so far.
+        let mut blank_tail = 0;
         while let Some(line) = lines.get(*i) {
             if line.starts_with("@@") || line.starts_with("diff ") || is_file_header(lines, *i) {
                 break;
             }
             match line.chars().next() {
-                Some('+') => new.push(&line[1..]),
-                Some('-') => old.push(&line[1..]),
+                Some('+') => {
+                    new.push(&line[1..]);
+                    blank_tail = 0;
+                }
+                Some('-') => {
+                    old.push(&line[1..]);
+                    blank_tail = 0;
+                }
                 Some(' ') => {
                     old.push(&line[1..]);
                     new.push(&line[1..]);
+                    blank_tail = if line[1..].is_empty() {
+                        blank_tail + 1
+                    } else {
+                        0
+                    };
                 }
                 // `\ No newline at end of file`: the file's own ending is kept either way.
                 Some('\\') => {}
                 None => {
                     old.push("");
                     new.push("");
+                    blank_tail += 1;
                 }
                 Some(_) => break,
             }
             *i += 1;
         }
-        while old.last() == Some(&"") && new.last() == Some(&"") {
-            old.pop();
-            new.pop();
-        }
+        old.truncate(old.len() - blank_tail);
+        new.truncate(new.len() - blank_tail);
         hunk.old = join_lines(&old);
         hunk.new = join_lines(&new);
         hunks.push(hunk);
