@@ -2,6 +2,7 @@
 
 mod bench_edit;
 mod demo;
+mod fuzz;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,8 @@ tasks:
   bench edit [--files N] [--no-write]
          the edit engine's accuracy on real source files against two baselines;
          writes its section of docs/benchmarks.md
+  fuzz [--seconds N] [TARGET...]
+         run each cargo-fuzz target of server/fuzz (every edit parser) for N seconds
   demo   build wright and drive `wright lsp` on the example workspace as an editor would
   tidy   check the codebase's own rules (also run by `cargo test` as a test)";
 
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
             }
         },
         Some("demo") => demo::run(),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("tidy") => tidy::run(),
         Some("-h" | "--help") => {
             println!("{USAGE}");

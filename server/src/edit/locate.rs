@@ -194,10 +194,36 @@ pub fn apply_hunk(text: &str, hunk: &Hunk, cursor: usize) -> Result<Located, Loc
             }
         }
     }
+    // Blank lines at the edges that both texts share are often padding the model added: the
+    // hunk without them changes the same lines (and must still match exactly once).
+    if let Some(trimmed) = without_blank_edges(&old_raw, &new_raw, hunk) {
+        match apply_hunk(text, &trimmed, cursor) {
+            Err(LocateError::NotFound { .. }) => {}
+            other => return other,
+        }
+    }
     let plain: Vec<&OldLine> = old.iter().filter(|l| !is_elision_marker(l.raw)).collect();
     Err(LocateError::NotFound {
         tier: last_tier,
         near_miss: near_miss(&lines, &plain),
+    })
+}
+
+/// The hunk without the blank lines that both its old and new text start or end with.
+fn without_blank_edges(old: &[&str], new: &[&str], hunk: &Hunk) -> Option<Hunk> {
+    let blank =
+        |lines: &mut dyn Iterator<Item = &&str>| lines.take_while(|l| l.trim().is_empty()).count();
+    let lead = blank(&mut old.iter()).min(blank(&mut new.iter()));
+    let trail = blank(&mut old[lead..].iter().rev())
+        .min(blank(&mut new[lead.min(new.len())..].iter().rev()));
+    if lead + trail == 0 || lead + trail >= old.len() {
+        return None;
+    }
+    let join = |lines: &[&str]| lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    Some(Hunk {
+        old: join(&old[lead..old.len() - trail]),
+        new: join(&new[lead..new.len() - trail]),
+        ..hunk.clone()
     })
 }
 
@@ -948,6 +974,16 @@ mod tests {
             ..Hunk::default()
         };
         assert_eq!(apply("a\r\nb\r\n", &crlf).unwrap().0, "c\r\nd\r\n");
+    }
+
+    #[test]
+    fn blank_lines_padding_both_texts_are_not_required() {
+        let file = "a\nb\nc\n";
+        let got = apply(file, &lines_hunk("\nb\n\n", "\nB\n\n")).unwrap().0;
+        assert_eq!(got, "a\nB\nc\n");
+        // The hunk without them must still match exactly once.
+        let err = apply("b\nx\nb\n", &lines_hunk("\nb\n", "\nB\n")).unwrap_err();
+        assert!(matches!(err, LocateError::Ambiguous { .. }), "{err:?}");
     }
 
     #[test]

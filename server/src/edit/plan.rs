@@ -122,7 +122,11 @@ pub fn plan(ops: &[FileOp], source: &dyn FileSource) -> Result<Plan, EditError> 
                 (ActionKind::Delete, None)
             }
             FileOp::Update { move_to, hunks, .. } => {
-                let Some(text) = entry(&mut files, &path).current.clone() else {
+                let current = entry(&mut files, &path).current.clone();
+                // Only empty old texts on a missing file: creating it, as search/replace
+                // blocks and str_replace calls with nothing to search for mean.
+                let creates = current.is_none() && hunks.iter().all(|h| h.old.is_empty());
+                let Some(text) = current.or_else(|| creates.then(String::new)) else {
                     return Err(EditError::MissingFile {
                         path,
                         operation: "update",
@@ -150,7 +154,12 @@ pub fn plan(ops: &[FileOp], source: &dyn FileSource) -> Result<Plan, EditError> 
                     }
                     None => {
                         entry(&mut files, &path).current = Some(text);
-                        (ActionKind::Update, None)
+                        let kind = if creates {
+                            ActionKind::Add
+                        } else {
+                            ActionKind::Update
+                        };
+                        (kind, None)
                     }
                 }
             }
@@ -342,6 +351,24 @@ mod tests {
         );
         let kinds: Vec<_> = plan.actions.iter().map(|a| a.kind).collect();
         assert_eq!(kinds, [ActionKind::Add, ActionKind::Move]);
+    }
+
+    #[test]
+    fn an_empty_search_creates_a_missing_file() {
+        let files = MemoryFiles::new([("a.txt", "x\n")]);
+        let plan = plan_text(
+            "new.py\n<<<<<<< SEARCH\n=======\nprint()\n>>>>>>> REPLACE\n",
+            &files,
+        )
+        .unwrap();
+        assert_eq!(plan.files[0].after.as_deref(), Some("print()\n"));
+        assert_eq!(plan.actions[0].kind, ActionKind::Add);
+        let plan = plan_text(
+            r#"{"path": "n.txt", "old_string": "", "new_string": "hi"}"#,
+            &files,
+        )
+        .unwrap();
+        assert_eq!(plan.files[0].after.as_deref(), Some("hi"));
     }
 
     #[test]

@@ -1,0 +1,13 @@
+//! Fuzz target: the `patch` parser never panics, and what it accepts names files.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wright::edit::{Format, format};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(input) = std::str::from_utf8(data)
+        && let Ok(ops) = format::parse(input, Format::Patch)
+    {
+        assert!(!ops.is_empty());
+    }
+});
