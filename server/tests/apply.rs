@@ -135,6 +135,10 @@ fn json_report_of_an_applied_edit_and_of_each_refusal() {
         ])
     );
     assert_eq!(
+        report["hunks"][0],
+        serde_json::json!({"path": "a.txt", "line": 2, "tier": 1})
+    );
+    assert_eq!(
         std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
         "one\n2\none\n"
     );
@@ -276,5 +280,22 @@ fn the_syntax_gate_refuses_when_the_workspace_configuration_says_so() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("a.rs")).unwrap(),
         "fn a() {}\n"
+    );
+}
+
+#[test]
+fn a_loosely_located_hunk_says_which_tier_placed_it() {
+    let dir = TempDir::new("applytier");
+    dir.write("a.py", "def f():\n    return 1\n");
+    let edit = "a.py\n<<<<<<< SEARCH\nreturn 1\n=======\nreturn 2\n>>>>>>> REPLACE\n";
+    let out = apply(dir.path(), &[], edit);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "update a.py\n  a.py:2: located by tier 3 (ignoring indentation)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.py")).unwrap(),
+        "def f():\n    return 2\n"
     );
 }

@@ -743,7 +743,10 @@ fn render(
         "Each cell: applied correctly / refused / misapplied. \"first exact match\" replaces the first \
          exact occurrence of the old text; \"first fuzzy match ≥ 0.8\" falls back to the first window \
          of lines whose character-bigram Dice similarity to the old text is at least 0.8. All three \
-         read the edit with wright's parsers, so they differ only in locating and writing.\n"
+         read the edit with wright's parsers, so they differ only in locating and writing. The baselines \
+         write the new text as the model gave it, so a right location with the model's drift \
+         (its whitespace, indentation or quotes in lines it did not mean to change) counts as \
+         misapplied: the file is not what was intended.\n"
     );
     let _ = writeln!(out, "| category | cases | {} |", TOOLS.join(" | "));
     let _ = writeln!(out, "|---|---:|---:|---:|---:|");
@@ -842,7 +845,7 @@ fn update_section(path: &Path, report: &str) -> anyhow::Result<()> {
             &existing[..a],
             existing[b + END.len()..].trim_start_matches('\n')
         ),
-        _ => format!("{}\n{section}", existing.trim_end()),
+        _ => format!("{}\n\n{section}", existing.trim_end()),
     };
     std::fs::write(path, updated).with_context(|| format!("writing {}", path.display()))
 }

@@ -51,6 +51,7 @@ impl Checkpoint {
         Plan {
             files,
             actions: Vec::new(),
+            hunks: Vec::new(),
         }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::gate::{GateMode, SyntaxError, introduced_errors};
 use super::plan::{Plan, plan};
-use super::{DiskFiles, EditError, Format, format};
+use super::{DiskFiles, EditError, Format, Tier, format};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -95,10 +95,19 @@ fn report(result: Result<Plan, EditError>, syntax: &[SyntaxError], options: Opti
                 error
             }
         };
+        let hunks: Vec<Value> = match &result {
+            Ok(plan) => plan
+                .hunks
+                .iter()
+                .map(|h| json!({"path": h.path, "line": h.line, "tier": h.tier as u8}))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
         let mut document = json!({
             "applied": result.is_ok() && !options.dry_run,
             "files": files,
             "error": error,
+            "hunks": hunks,
         });
         if !syntax.is_empty() {
             document["syntax_errors"] = syntax
@@ -115,7 +124,7 @@ fn report(result: Result<Plan, EditError>, syntax: &[SyntaxError], options: Opti
     match result {
         Ok(plan) => {
             let verb = if options.dry_run { "would " } else { "" };
-            let stdout = plan
+            let mut stdout: String = plan
                 .actions
                 .iter()
                 .map(|a| match &a.to {
@@ -128,12 +137,26 @@ fn report(result: Result<Plan, EditError>, syntax: &[SyntaxError], options: Opti
                     None => format!("{verb}{} {}\n", a.kind.name(), a.path.display()),
                 })
                 .collect();
+            // A hunk placed by a loose tier is worth knowing about: the model's copy drifted.
+            for hunk in plan.hunks.iter().filter(|h| h.tier > Tier::Exact) {
+                stdout.push_str(&format!(
+                    "  {}:{}: located by {}\n",
+                    hunk.path.display(),
+                    hunk.line,
+                    hunk.tier
+                ));
+            }
             Outcome {
                 code,
                 stdout,
                 stderr: warnings,
             }
         }
+        Err(err) if err.is_io() => Outcome {
+            code,
+            stdout: String::new(),
+            stderr: format!("wright: nothing written: {err}\n"),
+        },
         Err(err) => Outcome {
             code,
             stdout: String::new(),

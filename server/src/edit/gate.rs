@@ -157,6 +157,7 @@ mod tests {
                 edits: vec![replacement(before, after)],
             }],
             actions: Vec::new(),
+            hunks: Vec::new(),
         }
     }
 

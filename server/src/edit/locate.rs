@@ -107,7 +107,8 @@ pub struct Located {
     pub tier: Tier,
     /// 1-based first line of the match in the text before.
     pub line: usize,
-    /// Line index (0-based) in the new text just after the replacement: the next hunk's cursor.
+    /// Line index (0-based) in the new text just after the replacement: where the next hunk
+    /// of an ordered format (patch, udiff, search-replace) is searched first; 0 for `json`.
     pub cursor: usize,
 }
 
@@ -122,17 +123,12 @@ pub fn apply_hunk(text: &str, hunk: &Hunk, cursor: usize) -> Result<Located, Loc
         let old = with_eol(&hunk.old, eol);
         let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
         if starts.len() == 1 || (hunk.replace_all && !starts.is_empty()) {
-            let new = with_eol(&hunk.new, eol);
-            let line = lines.line_of(starts[0]);
-            let mut result = text.replacen(old.as_str(), &new, starts.len());
-            result.shrink_to_fit();
-            let end_offset = starts[0] + new.len();
-            let cursor = Lines::new(&result).line_of(end_offset);
+            // A str_replace call has no order among its siblings: no cursor.
             return Ok(Located {
-                text: result,
+                text: text.replacen(old.as_str(), &with_eol(&hunk.new, eol), starts.len()),
                 tier: Tier::Exact,
-                line,
-                cursor,
+                line: lines.line_of(starts[0]),
+                cursor: 0,
             });
         }
         if starts.len() > 1 {
@@ -505,7 +501,7 @@ fn replace(
         text: result,
         tier,
         line,
-        cursor,
+        cursor: if hunk.substring { 0 } else { cursor },
     })
 }
 

@@ -27,7 +27,9 @@ pub use checkpoint::{Checkpoint, Checkpoints};
 pub use format::{FileOp, Format, Hunk, ParseError};
 pub use gate::{GateMode, SyntaxError};
 pub use locate::{NearMiss, Tier};
-pub use plan::{Action, ActionKind, FilePlan, FileSource, FileState, Plan, Replacement, Versioned};
+pub use plan::{
+    Action, ActionKind, FilePlan, FileSource, FileState, PlacedHunk, Plan, Replacement, Versioned,
+};
 
 /// Why an edit was not applied. Every message names what to change in the next attempt.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::EditError;
 use super::format::FileOp;
-use super::locate::{LocateError, apply_hunk};
+use super::locate::{LocateError, Tier, apply_hunk};
 use super::text::BOM;
 
 /// A file's text and, for an open buffer, the version it has.
@@ -84,6 +84,15 @@ pub struct Action {
     pub to: Option<PathBuf>,
 }
 
+/// Where a hunk was placed, and by which tier of the ladder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedHunk {
+    pub path: PathBuf,
+    /// 1-based first line of the match, in the file as the hunks before it left it.
+    pub line: usize,
+    pub tier: Tier,
+}
+
 /// Every file change of one edit, to be applied all together or not at all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -91,6 +100,8 @@ pub struct Plan {
     pub files: Vec<FilePlan>,
     /// In the edit's order, one per path.
     pub actions: Vec<Action>,
+    /// Every hunk of every update, in the edit's order.
+    pub hunks: Vec<PlacedHunk>,
 }
 
 /// A file as the plan is building it.
@@ -103,6 +114,7 @@ struct Entry {
 pub fn plan(ops: &[FileOp], source: &dyn FileSource) -> Result<Plan, EditError> {
     let mut files: BTreeMap<PathBuf, Entry> = BTreeMap::new();
     let mut actions: Vec<Action> = Vec::new();
+    let mut placed = Vec::new();
     for op in ops {
         let path = relative_path(op.path())?;
         load(&mut files, source, &path)?;
@@ -140,8 +152,13 @@ pub fn plan(ops: &[FileOp], source: &dyn FileSource) -> Result<Plan, EditError> 
                 for hunk in hunks {
                     let located = apply_hunk(&body, hunk, cursor)
                         .map_err(|err| locate_error(err, &path, hunk.input_line))?;
+                    placed.push(PlacedHunk {
+                        path: path.clone(),
+                        line: located.line,
+                        tier: located.tier,
+                    });
                     body = located.text;
-                    cursor = if hunk.substring { 0 } else { located.cursor };
+                    cursor = located.cursor;
                 }
                 let text = format!("{bom}{body}");
                 match move_to {
@@ -184,7 +201,11 @@ pub fn plan(ops: &[FileOp], source: &dyn FileSource) -> Result<Plan, EditError> 
             }
         })
         .collect();
-    Ok(Plan { files, actions })
+    Ok(Plan {
+        files,
+        actions,
+        hunks: placed,
+    })
 }
 
 /// Reads a file into the plan the first time an operation touches it.

@@ -172,7 +172,7 @@ proptest! {
         let text: String = copied.iter().map(|l| format!("{l}\n")).collect();
         let mut old = region.clone();
         if let Drift::TrailingSpaces = drift {
-            old.iter_mut().for_each(|l| l.push_str(" "));
+            old.iter_mut().for_each(|l| l.push(' '));
         }
         let edit = render(format, &old, &new, start);
         let err = apply_edit(&text, &edit, format).expect_err("an ambiguous edit must be refused");
