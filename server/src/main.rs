@@ -104,19 +104,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             std::io::stdin()
                 .read_to_string(&mut input)
                 .context("reading the edit from stdin")?;
-            // `edit.syntax_gate` from the configuration layers; a bad value was already
-            // reported by the layers and leaves the default.
             let env = |var: &str| std::env::var(var).ok();
-            let config = wright::config::Layers::load(
-                wright::config::user_file(&env),
-                std::slice::from_ref(&root),
-                &env,
-            )
-            .resolve();
-            let gate = config
-                .get("edit.syntax_gate")
-                .and_then(|value| value.parse().ok())
-                .unwrap_or_default();
+            let gate = wright::edit::command::configured_gate(&root, &env);
             let options = wright::edit::command::Options {
                 format,
                 dry_run,

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::gate::{GateMode, SyntaxError, introduced_errors};
 use super::plan::{Plan, plan};
 use super::{DiskFiles, EditError, Format, Tier, format};
+use crate::config::{Layers, user_file};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
@@ -26,6 +27,18 @@ pub struct Outcome {
     pub code: u8,
     pub stdout: String,
     pub stderr: String,
+}
+
+/// The syntax gate's mode from `edit.syntax_gate` in the configuration layers for `root`. An
+/// invalid value is one of the layers' problems (`wright doctor` shows them) and leaves the
+/// default.
+pub fn configured_gate(root: &Path, env: &dyn Fn(&str) -> Option<String>) -> GateMode {
+    let layers = Layers::load(user_file(env), &[root.to_path_buf()], env);
+    layers
+        .resolve()
+        .get("edit.syntax_gate")
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_default()
 }
 
 /// Plans `input` against the files under `root`, gates it, and applies it unless dry-running.
