@@ -295,3 +295,20 @@ fn a_loosely_located_hunk_says_which_tier_placed_it() {
         "def f():\n    return 2\n"
     );
 }
+
+#[test]
+fn udiff_line_numbers_never_choose_between_matches() {
+    let dir = TempDir::new("applyhint");
+    dir.write("a.txt", "x = 1\ny\nx = 1\n");
+    let out = apply(
+        dir.path(),
+        &[],
+        "--- a/a.txt\n+++ b/a.txt\n@@ -3,1 +3,1 @@\n-x = 1\n+x = 2\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("at lines 1, 3 (its header says line 3; line numbers never choose)"),
+        "{stderr}"
+    );
+}

@@ -87,10 +87,6 @@ impl DiskFiles {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Where a file's content lives: a symbolic link's target, so the link stays a link.
     fn target(&self, path: &Path) -> PathBuf {
         let full = self.root.join(path);

@@ -48,17 +48,20 @@ pub enum EditError {
         near_miss: Option<NearMiss>,
     },
     #[error(
-        "{}: the hunk at edit line {hunk_line} matches {} places ({tier}), at lines {}; add \
+        "{}: the hunk at edit line {hunk_line} matches {} places ({tier}), at lines {}{}; add \
          unchanged lines around the change so that it matches exactly one",
         path.display(),
         candidates.len(),
-        candidates.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        candidates.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
+        line_hint.map(|l| format!(" (its header says line {l}; line numbers never choose)")).unwrap_or_default()
     )]
     Ambiguous {
         path: PathBuf,
         hunk_line: usize,
         tier: Tier,
         candidates: Vec<usize>,
+        /// A udiff hunk's start line, quoted back so the model sees why it was not used.
+        line_hint: Option<usize>,
     },
     #[error("{}: the hunk at edit line {hunk_line} was found ({tier}) but {reason}", path.display())]
     Unusable {

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
 use super::EditError;
-use super::format::FileOp;
+use super::format::{FileOp, Hunk};
 use super::locate::{LocateError, Tier, apply_hunk};
 use super::text::BOM;
 
@@ -151,7 +151,7 @@ pub fn plan(ops: &[FileOp], source: &dyn FileSource) -> Result<Plan, EditError> 
                 let mut cursor = 0;
                 for hunk in hunks {
                     let located = apply_hunk(&body, hunk, cursor)
-                        .map_err(|err| locate_error(err, &path, hunk.input_line))?;
+                        .map_err(|err| locate_error(err, &path, hunk))?;
                     placed.push(PlacedHunk {
                         path: path.clone(),
                         line: located.line,
@@ -234,8 +234,9 @@ fn entry<'a>(files: &'a mut BTreeMap<PathBuf, Entry>, path: &Path) -> &'a mut En
     files.get_mut(path).expect("loaded before use")
 }
 
-fn locate_error(err: LocateError, path: &Path, hunk_line: usize) -> EditError {
+fn locate_error(err: LocateError, path: &Path, hunk: &Hunk) -> EditError {
     let path = path.to_owned();
+    let hunk_line = hunk.input_line;
     match err {
         LocateError::NotFound { tier, near_miss } => EditError::NotFound {
             path,
@@ -248,6 +249,7 @@ fn locate_error(err: LocateError, path: &Path, hunk_line: usize) -> EditError {
             hunk_line,
             tier,
             candidates,
+            line_hint: hunk.line_hint,
         },
         LocateError::Unusable { tier, reason } => EditError::Unusable {
             path,

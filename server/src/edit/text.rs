@@ -107,10 +107,6 @@ pub fn ascii_punctuation(c: char) -> char {
     }
 }
 
-pub fn normalise_punctuation(line: &str) -> String {
-    line.chars().map(ascii_punctuation).collect()
-}
-
 /// The leading whitespace of a line.
 pub fn indentation(line: &str) -> &str {
     &line[..line.len() - line.trim_start().len()]
@@ -195,7 +191,10 @@ mod tests {
     #[test]
     fn punctuation_normalises_one_character_to_one() {
         assert_eq!(
-            normalise_punctuation("\u{201C}a\u{201D} \u{2014} \u{2018}b\u{2019}\u{00A0}c"),
+            "\u{201C}a\u{201D} \u{2014} \u{2018}b\u{2019}\u{00A0}c"
+                .chars()
+                .map(ascii_punctuation)
+                .collect::<String>(),
             "\"a\" - 'b' c"
         );
     }

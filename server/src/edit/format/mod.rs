@@ -103,7 +103,8 @@ pub struct Hunk {
     pub replace_all: bool,
     /// A patch's `@@ header`: a line expected before the hunk.
     pub context: Option<String>,
-    /// A udiff's old start line (1-based): reported, never used to choose between matches.
+    /// A udiff's old start line (1-based): quoted in refusals, never used to choose between
+    /// matches (models get line numbers wrong).
     pub line_hint: Option<usize>,
     /// A patch's `*** End of File`: the old text must end the file.
     pub at_end: bool,
