@@ -6,8 +6,11 @@
 pub mod buffers;
 pub mod config;
 pub mod doctor;
+pub mod index;
 pub mod languages;
 pub mod lsp;
+pub mod search;
+pub mod workspace;
 
 /// The version of this build, as reported by `--version`, `serverInfo` and `wright/status`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -54,6 +54,33 @@ pub fn negotiate_encoding(capabilities: &lsp::ClientCapabilities) -> PositionEnc
     PositionEncoding::negotiate(offered.iter().map(|kind| kind.as_str()))
 }
 
+/// The column, in `encoding`'s units, of the character at index `chars` of `line` (clamped
+/// to the line's end).
+pub fn char_column(line: &str, chars: u32, encoding: PositionEncoding) -> u32 {
+    let prefix = line.chars().take(chars as usize);
+    let units: usize = match encoding {
+        PositionEncoding::Utf8 => prefix.map(char::len_utf8).sum(),
+        PositionEncoding::Utf16 => prefix.map(char::len_utf16).sum(),
+        PositionEncoding::Utf32 => prefix.count(),
+    };
+    units as u32
+}
+
+/// The LSP kind of an index kind (the tags queries' names).
+pub fn symbol_kind(kind: &str) -> lsp::SymbolKind {
+    match kind {
+        "function" | "macro" => lsp::SymbolKind::FUNCTION,
+        "method" => lsp::SymbolKind::METHOD,
+        "class" => lsp::SymbolKind::CLASS,
+        "interface" => lsp::SymbolKind::INTERFACE,
+        "module" => lsp::SymbolKind::MODULE,
+        "constant" => lsp::SymbolKind::CONSTANT,
+        "type" => lsp::SymbolKind::STRUCT,
+        "field" => lsp::SymbolKind::FIELD,
+        _ => lsp::SymbolKind::VARIABLE,
+    }
+}
+
 pub fn encoding_kind(encoding: PositionEncoding) -> lsp::PositionEncodingKind {
     match encoding {
         PositionEncoding::Utf8 => lsp::PositionEncodingKind::UTF8,

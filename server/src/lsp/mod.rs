@@ -6,6 +6,7 @@
 
 mod convert;
 mod framing;
+mod indexing;
 mod server;
 mod transport;
 
