@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use serde_json::json;
 use wright::config::{self, Config, Layers};
 use wright::index::{self, Index, Report};
+use wright::retrieval;
 use wright::search::{self, GrepQuery};
 use wright::workspace::{DiskOnly, WalkOptions};
 
@@ -261,5 +262,61 @@ pub fn grep(
             result.matches.len()
         );
     }
+    Ok(0)
+}
+
+/// `wright context`.
+pub fn context(
+    workspace: &Workspace,
+    query: &str,
+    budget: usize,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    let (index, _) = workspace.fresh_index(json)?;
+    let context = retrieval::retrieve(
+        &index,
+        &DiskOnly,
+        &retrieval::Query {
+            text: query.to_owned(),
+            budget,
+            ..retrieval::Query::default()
+        },
+    );
+    if json {
+        let snippets: Vec<_> = context
+            .snippets
+            .iter()
+            .map(|s| {
+                json!({
+                    "path": s.path,
+                    "start_line": s.start_line,
+                    "end_line": s.end_line,
+                    "kind": s.kind.as_str(),
+                    "score": s.score,
+                    "text": s.text,
+                })
+            })
+            .collect();
+        let value = json!({"query": context.query, "budget": context.budget, "tokens": context.tokens, "snippets": snippets});
+        writeln!(out, "{value}")?;
+        return Ok(0);
+    }
+    for snippet in &context.snippets {
+        writeln!(
+            out,
+            "── {}:{}-{} ({}, score {:.3}, {} tokens)",
+            snippet.path,
+            snippet.start_line,
+            snippet.end_line,
+            snippet.kind.as_str(),
+            snippet.score,
+            snippet.tokens
+        )?;
+        // The text starts with its own header line for the model; people see ours instead.
+        let body = snippet.text.split_once('\n').map_or("", |(_, rest)| rest);
+        write!(out, "{body}")?;
+    }
+    writeln!(out, "── {} of {} tokens", context.tokens, context.budget)?;
     Ok(0)
 }

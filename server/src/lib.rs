@@ -8,7 +8,9 @@ pub mod config;
 pub mod doctor;
 pub mod index;
 pub mod languages;
+pub mod llm;
 pub mod lsp;
+pub mod retrieval;
 pub mod search;
 pub mod workspace;
 

@@ -53,6 +53,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The code retrieval would show a model for QUERY, ranked and fitted to a token budget.
+    Context {
+        query: String,
+        /// Tokens the snippets may take (o200k tokenizer).
+        #[arg(long, default_value_t = 8000)]
+        budget: usize,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
     /// Search the workspace with a regular expression (ignore rules respected).
     Grep {
         pattern: String,
@@ -136,6 +146,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &query,
                 limit,
                 kind.as_deref(),
+                json,
+                &mut std::io::stdout().lock(),
+            )
+            .map(ExitCode::from)
+        }
+        Command::Context {
+            query,
+            budget,
+            json,
+        } => {
+            let workspace = commands::Workspace::load(root);
+            commands::context(
+                &workspace,
+                &query,
+                budget,
                 json,
                 &mut std::io::stdout().lock(),
             )

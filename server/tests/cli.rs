@@ -318,3 +318,71 @@ fn grep_prints_json_lines_filters_by_glob_and_refuses_a_bad_pattern() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("invalid regular expression"));
 }
+
+#[test]
+fn context_prints_ranked_snippets_within_the_budget() {
+    let (dir, env) = indexed_workspace("cli-context");
+    let root = dir.path().join("ws");
+    let out = run(
+        &[
+            "context",
+            "Why does HttpServer start twice?",
+            "--budget",
+            "500",
+            "--json",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let context: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(context["query"], "Why does HttpServer start twice?");
+    assert_eq!(context["budget"], 500);
+    assert!(context["tokens"].as_u64().unwrap() <= 500);
+    let first = &context["snippets"][0];
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["end_line", "kind", "path", "score", "start_line", "text"]
+    );
+    assert_eq!(
+        (first["path"].clone(), first["kind"].clone()),
+        (Value::from("src/lib.rs"), Value::from("definition"))
+    );
+    // Both names the question mentions are shown in full, before any map.
+    let texts: Vec<&str> = context["snippets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts[..2]
+            .iter()
+            .any(|t| t.contains("pub struct HttpServer;")),
+        "{texts:?}"
+    );
+    assert!(
+        texts[..2].iter().any(|t| t.contains("pub fn start(&self)")),
+        "{texts:?}"
+    );
+
+    let human = text(
+        &run(
+            &["context", "parse_request", "--root", root.to_str().unwrap()],
+            &env,
+        )
+        .stdout,
+    );
+    assert!(
+        human.starts_with("── src/lib.rs:1-2 (definition"),
+        "{human}"
+    );
+    assert!(human.contains("    1  /// Parses."), "{human}");
+}

@@ -148,3 +148,49 @@ fn indexing_reports_progress_when_the_client_supports_it() {
     symbols_until(&mut editor, "alpha", |s| s.len() == 1);
     assert!(editor.shutdown().success());
 }
+
+#[test]
+fn context_ranks_the_symbol_under_the_cursor_and_reads_unsaved_buffers() {
+    let dir = TempDir::new("context");
+    dir.write("src/lexer.rs", "pub fn tokenize(input: &str) -> Vec<String> {\n    input.split(' ').map(String::from).collect()\n}\n");
+    let main = dir.write(
+        "src/main.rs",
+        "fn main() {\n    let t = tokenize(\"a b\");\n}\n",
+    );
+    let mut editor = start(&dir, json!({}));
+    symbols_until(&mut editor, "tokenize", |s| s.len() == 1);
+
+    // The editor has an unsaved edit in the lexer: context shows the buffer, not the disk.
+    let lexer_uri = file_uri(&dir.path().join("src/lexer.rs"));
+    editor.open(&lexer_uri, "rust", 1, "pub fn tokenize(input: &str) -> Vec<String> {\n    input.split(' ').map(String::from).collect()\n}\n");
+    editor.change(&lexer_uri, 2, (1, 4), (1, 4), "// unsaved note\n    ");
+    editor.open(
+        &file_uri(&main),
+        "rust",
+        1,
+        "fn main() {\n    let t = tokenize(\"a b\");\n}\n",
+    );
+    // The cursor sits on `tokenize` in main.rs; the query itself names nothing.
+    let context = editor.request(
+        "wright/context",
+        json!({"query": "make this faster", "budget": 2000, "textDocument": {"uri": file_uri(&main)}, "position": {"line": 1, "character": 14}}),
+    );
+    let first = &context["snippets"][0];
+    assert_eq!(
+        (
+            first["path"].clone(),
+            first["kind"].clone(),
+            first["startLine"].clone()
+        ),
+        (json!("src/lexer.rs"), json!("definition"), json!(1))
+    );
+    assert!(
+        first["text"].as_str().unwrap().contains("// unsaved note"),
+        "{first}"
+    );
+    assert!(context["tokens"].as_u64().unwrap() <= 2000);
+    assert_eq!(context["budget"], 2000);
+    let small = editor.request("wright/context", json!({"query": "tokenize", "budget": 5}));
+    assert_eq!(small["snippets"], json!([]));
+    assert!(editor.shutdown().success());
+}

@@ -202,6 +202,15 @@ impl Indexes {
         ))
     }
 
+    /// The index for a document (the root holding it), else the first root's.
+    pub fn for_document(&self, path: Option<&Path>) -> Option<(Arc<Index>, Option<String>)> {
+        if let Some((index, relative)) = path.and_then(|path| self.index_for(path)) {
+            return Some((index, Some(relative)));
+        }
+        let indexes = self.indexes.read().unwrap_or_else(|e| e.into_inner());
+        indexes.first().map(|index| (Arc::clone(index), None))
+    }
+
     /// Definitions matching `query` across every root, best first, with their roots.
     pub fn symbols(&self, query: &str, limit: usize) -> Vec<(PathBuf, SymbolHit)> {
         let indexes = self

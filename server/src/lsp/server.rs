@@ -236,6 +236,83 @@ impl Backend {
         Ok(self.status())
     }
 
+    /// `wright/context`: retrieval over the index of the document's root, reading open
+    /// buffers instead of their files.
+    pub async fn context_request(
+        &self,
+        params: proto::ContextParams,
+    ) -> RpcResult<proto::ContextResult> {
+        let budget = params.budget.unwrap_or(8000);
+        let document =
+            match &params.text_document {
+                Some(document) => Some(document.uri.parse::<lsp::Uri>().map_err(|_| {
+                    RpcError::invalid_params(format!("not a URI: {}", document.uri))
+                })?),
+                None => None,
+            };
+        let path = document.as_ref().and_then(convert::file_path);
+        let Some((index, current_file)) = self.indexes.for_document(path.as_deref()) else {
+            return Err(RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32001),
+                message: "the index is not built yet; try again when indexing has finished".into(),
+                data: None,
+            });
+        };
+        let (overlay, cursor_symbol) = {
+            let buffers = lock(&self.buffers);
+            let cursor_symbol = match (&document, params.position) {
+                (Some(uri), Some(position)) => {
+                    buffers.get(&convert::document_key(uri)).and_then(|doc| {
+                        let position =
+                            crate::buffers::Position::new(position.line, position.character);
+                        let offset = crate::buffers::position_to_offset(
+                            doc.text(),
+                            position,
+                            buffers.encoding(),
+                        );
+                        convert::identifier_at(&doc.text().to_string(), offset)
+                    })
+                }
+                _ => None,
+            };
+            (convert::BufferOverlay::snapshot(&buffers), cursor_symbol)
+        };
+        let open_files = overlay.relative_paths(index.root());
+        let query = crate::retrieval::Query {
+            text: params.query,
+            budget,
+            current_file,
+            cursor_symbol,
+            open_files,
+        };
+        let context = tokio::task::spawn_blocking(move || {
+            crate::retrieval::retrieve(&index, &overlay, &query)
+        })
+        .await
+        .map_err(|err| RpcError {
+            code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+            message: format!("retrieval failed: {err}").into(),
+            data: None,
+        })?;
+        Ok(proto::ContextResult {
+            query: context.query,
+            budget: context.budget,
+            tokens: context.tokens,
+            snippets: context
+                .snippets
+                .into_iter()
+                .map(|s| proto::ContextSnippet {
+                    path: s.path,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                    kind: s.kind.as_str().to_owned(),
+                    score: s.score,
+                    text: s.text,
+                })
+                .collect(),
+        })
+    }
+
     /// `wright/viewFileText`.
     pub async fn view_file_text(
         &self,
