@@ -1,5 +1,7 @@
 //! `cargo xtask`: the project's own tasks, in Rust so they run wherever cargo does.
 
+mod bench;
+mod bench_retrieval;
 mod demo;
 mod tidy;
 
@@ -9,14 +11,17 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  demo   build wright and drive `wright lsp` on the example workspace as an editor would
-  tidy   check the codebase's own rules (also run by `cargo test` as a test)";
+  demo             build wright and drive `wright lsp` on the example workspace as an editor would
+  tidy             check the codebase's own rules (also run by `cargo test` as a test)
+  bench retrieval  retrieval quality against BM25 on upstream fixes from Debian patches
+                   [--packages a,b,c]; writes docs/benchmarks.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo::run(),
         Some("tidy") => tidy::run(),
+        Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
