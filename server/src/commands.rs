@@ -77,6 +77,12 @@ impl Workspace {
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
+        if report.read_only {
+            eprintln!(
+                "wright: another wright process (a language server?) is updating this index; \
+                 it is used as that process last wrote it, without a refresh"
+            );
+        }
         Ok((index, report))
     }
 }
@@ -119,6 +125,7 @@ pub fn index(workspace: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::
             "bytes": report.bytes,
             "seconds": report.seconds,
             "incremental": report.incremental,
+            "read_only": report.read_only,
             "parsed": report.parsed,
             "removed": report.removed,
             "other_files": report.other_files,

@@ -193,6 +193,8 @@ fn index_reports_a_cold_then_an_incremental_build() {
     let (dir, env) = indexed_workspace("cli-index");
     let root = dir.path().join("ws");
     let root = root.to_str().unwrap();
+    let doctor = text(&run(&["doctor", "--root", root], &env).stdout);
+    assert!(doctor.contains("(not built yet"), "{doctor}");
     let out = run(&["index", "--json", "--root", root], &env);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let cold: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -205,6 +207,16 @@ fn index_reports_a_cold_then_an_incremental_build() {
         serde_json::json!(["node_modules"])
     );
     assert!(cold["bytes"].as_u64().unwrap() > 0 && cold["seconds"].as_f64().is_some());
+
+    let doctor: Value =
+        serde_json::from_slice(&run(&["doctor", "--json", "--root", root], &env).stdout).unwrap();
+    assert_eq!(
+        (
+            doctor["index"]["state"].clone(),
+            doctor["index"]["files"].clone()
+        ),
+        (Value::from("ready"), Value::from(2))
+    );
 
     let warm: Value =
         serde_json::from_slice(&run(&["index", "--json", "--root", root], &env).stdout).unwrap();

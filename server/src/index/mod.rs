@@ -74,6 +74,9 @@ pub struct Report {
     pub seconds: f64,
     /// Whether the refresh started from a valid index.
     pub incremental: bool,
+    /// Another process holds the index's writer: nothing was refreshed, the index is used as
+    /// that process last committed it.
+    pub read_only: bool,
     /// Files of no supported language.
     pub other_files: usize,
     pub skipped: Skipped,
@@ -116,7 +119,9 @@ pub struct Index {
     root: PathBuf,
     dir: PathBuf,
     fields: Fields,
-    writer: Mutex<IndexWriter>,
+    /// `None` when another process (a language server, another `wright index`) holds the
+    /// index's writer lock: the index is then read as that process last committed it.
+    writer: Mutex<Option<IndexWriter>>,
     reader: IndexReader,
     manifest: RwLock<store::Manifest>,
     options: Options,
@@ -134,9 +139,14 @@ impl Index {
             path: dir.clone(),
             source,
         };
-        let writer = index
-            .writer_with_num_threads(2, 64 * 1024 * 1024)
-            .map_err(tantivy_err)?;
+        let writer = match index.writer_with_num_threads(2, 64 * 1024 * 1024) {
+            Ok(writer) => Some(writer),
+            Err(tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            )) => None,
+            Err(err) => return Err(tantivy_err(err)),
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -158,10 +168,47 @@ impl Index {
         &self.root
     }
 
+    /// Whether another process holds the writer: queries work, refresh and updates do not.
+    pub fn read_only(&self) -> bool {
+        self.lock_writer().is_none()
+    }
+
+    /// What the index holds, without refreshing it (for a read-only index, all there is).
+    fn report_as_is(&self, started: Instant) -> Report {
+        let manifest = self.read_manifest();
+        Report {
+            root: self.root.clone(),
+            index_dir: self.dir.clone(),
+            opened: self.opened.clone(),
+            files: manifest.files.len(),
+            parsed: 0,
+            removed: 0,
+            definitions: manifest
+                .files
+                .values()
+                .map(|r| r.definition_count as usize)
+                .sum(),
+            references: manifest
+                .files
+                .values()
+                .map(|r| r.reference_count as usize)
+                .sum(),
+            bytes: manifest.files.values().map(|r| r.size).sum(),
+            seconds: started.elapsed().as_secs_f64(),
+            incremental: true,
+            read_only: true,
+            other_files: 0,
+            skipped: Skipped::default(),
+        }
+    }
+
     /// Brings the index up to date with the disk: parses new and changed files (size, mtime,
     /// then content hash), drops files that are gone.
     pub fn refresh(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<Report, IndexError> {
         let started = Instant::now();
+        if self.read_only() {
+            return Ok(self.report_as_is(started));
+        }
         let found = Mutex::new(Vec::new());
         let mut skipped = workspace::walk(&self.root, &self.options.walk, &|entry| {
             found.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
@@ -199,7 +246,10 @@ impl Index {
         let next = AtomicUsize::new(0);
         let updates = Mutex::new(Vec::new());
         let worker_skips = Mutex::new(Skipped::default());
-        let writer = self.lock_writer();
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else {
+            return Ok(self.report_as_is(started));
+        };
         let threads = std::thread::available_parallelism()
             .map_or(2, usize::from)
             .min(8);
@@ -246,7 +296,7 @@ impl Index {
                                     };
                                     if let Some(text) = text {
                                         let record = self.index_text(
-                                            &writer,
+                                            writer,
                                             *language,
                                             &entry.relative,
                                             &text,
@@ -315,7 +365,7 @@ impl Index {
             writer.delete_term(Term::from_field_text(self.fields.path, path));
             manifest.files.remove(path);
         }
-        self.commit_locked(writer, manifest)?;
+        self.commit_locked(guard, manifest)?;
 
         let manifest = self.read_manifest();
         Ok(Report {
@@ -338,6 +388,7 @@ impl Index {
             bytes: manifest.files.values().map(|r| r.size).sum(),
             seconds: started.elapsed().as_secs_f64(),
             incremental: self.opened == Opened::Existing,
+            read_only: false,
             other_files,
             skipped,
         })
@@ -349,11 +400,12 @@ impl Index {
         let Some(language) = Language::from_path(Path::new(relative)) else {
             return;
         };
-        let writer = self.lock_writer();
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else { return };
         // mtime 0: the next refresh compares the disk's content hash, so an unsaved buffer's
         // symbols give way to the file's once the editor is gone.
         let record = self.index_text(
-            &writer,
+            writer,
             language,
             relative,
             text,
@@ -369,7 +421,8 @@ impl Index {
 
     /// Drops a file from the index; effective after [`Index::commit`].
     pub fn remove(&self, relative: &str) {
-        let writer = self.lock_writer();
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else { return };
         writer.delete_term(Term::from_field_text(self.fields.path, relative));
         self.manifest
             .write()
@@ -387,22 +440,25 @@ impl Index {
 
     fn commit_locked(
         &self,
-        mut writer: std::sync::MutexGuard<'_, IndexWriter>,
+        mut guard: std::sync::MutexGuard<'_, Option<IndexWriter>>,
         manifest: store::Manifest,
     ) -> Result<(), IndexError> {
         let tantivy_err = |source| IndexError::Tantivy {
             path: self.dir.clone(),
             source,
         };
+        let Some(writer) = guard.as_mut() else {
+            return Ok(());
+        };
         writer.commit().map_err(tantivy_err)?;
-        drop(writer);
+        drop(guard);
         self.reader.reload().map_err(tantivy_err)?;
         store::write_manifest(&self.dir, &manifest)?;
         *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = manifest;
         Ok(())
     }
 
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<IndexWriter>> {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -601,6 +657,39 @@ impl Index {
             })
             .collect()
     }
+}
+
+/// What `wright doctor` says of a root's index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    Missing,
+    Ready {
+        files: usize,
+        definitions: usize,
+    },
+    /// It will be rebuilt when next opened, for this reason.
+    Stale(String),
+}
+
+/// The state of `root`'s index in `cache_dir`, from its metadata alone (cheap; nothing locked).
+pub fn state(cache_dir: &Path, root: &Path) -> (PathBuf, State) {
+    let dir = store::index_dir(cache_dir, root);
+    let state = if !dir.exists() {
+        State::Missing
+    } else {
+        match store::peek(&dir, root) {
+            Ok(manifest) => State::Ready {
+                files: manifest.files.len(),
+                definitions: manifest
+                    .files
+                    .values()
+                    .map(|r| r.definition_count as usize)
+                    .sum(),
+            },
+            Err(reason) => State::Stale(reason),
+        }
+    };
+    (dir, state)
 }
 
 enum Update {

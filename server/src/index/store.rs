@@ -161,6 +161,21 @@ fn open_existing(dir: &Path, root: &Path) -> Result<(Index, Manifest), String> {
     Ok((index, manifest))
 }
 
+/// The state of the index in `dir` as far as its metadata tells, without opening it.
+pub fn peek(dir: &Path, root: &Path) -> Result<Manifest, String> {
+    let meta: Meta = read_json(&dir.join("meta.json"))?;
+    if meta.format != FORMAT_VERSION {
+        return Err(format!(
+            "format {} is not this build's {FORMAT_VERSION}",
+            meta.format
+        ));
+    }
+    if meta.root != root {
+        return Err(format!("it belongs to {}", meta.root.display()));
+    }
+    read_json(&dir.join("manifest.json"))
+}
+
 fn register_tokenizer(index: &Index) {
     index
         .tokenizers()

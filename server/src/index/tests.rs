@@ -210,3 +210,30 @@ fn the_index_lives_in_the_cache_keyed_by_root() {
     assert_ne!(a, b);
     assert!(a.starts_with("/c/index") && a.to_string_lossy().ends_with("-one"));
 }
+
+#[test]
+fn a_second_process_reads_an_index_whose_writer_is_taken() {
+    let fixture = Fixture::new("locked");
+    fixture.write("a.rb", "def shared_name\nend\n");
+    let owner = fixture.open();
+    refresh(&owner);
+    let reader = fixture.open();
+    assert!(reader.read_only() && !owner.read_only());
+    let report = refresh(&reader);
+    assert!(report.read_only);
+    assert_eq!((report.files, report.parsed), (1, 0));
+    assert_eq!(
+        names(&reader.symbols("shared_name", None, 5)),
+        ["shared_name"]
+    );
+    // Updates through the reader are not possible, and do not fail.
+    reader.update_text("a.rb", "def other\nend\n");
+    reader.commit().unwrap();
+    assert_eq!(
+        names(&owner.symbols("shared_name", None, 5)),
+        ["shared_name"]
+    );
+    drop(owner);
+    drop(reader);
+    assert!(!fixture.open().read_only());
+}

@@ -24,6 +24,10 @@ use crate::workspace::{self, FileText, WalkOptions};
 /// next request takes.
 const DEBOUNCE: Duration = Duration::from_millis(25);
 
+/// How long the server waits for another process to release an index's writer.
+const WRITER_RETRIES: usize = 30;
+const WRITER_RETRY_DELAY: Duration = Duration::from_secs(1);
+
 pub struct Indexes {
     indexes: RwLock<Vec<Arc<Index>>>,
     updates: mpsc::UnboundedSender<PathBuf>,
@@ -110,7 +114,17 @@ impl Indexes {
             };
             let job_root = root.clone();
             let job = tokio::task::spawn_blocking(move || {
-                let index = Index::open(&job_root, options)?;
+                // Another process (`wright index` in a terminal) may hold the writer for a
+                // while; wait for it rather than serve an index that cannot follow the buffers.
+                let mut index = Index::open(&job_root, options.clone())?;
+                for _ in 0..WRITER_RETRIES {
+                    if !index.read_only() {
+                        break;
+                    }
+                    drop(index);
+                    std::thread::sleep(WRITER_RETRY_DELAY);
+                    index = Index::open(&job_root, options.clone())?;
+                }
                 let report = index.refresh(&|p| {
                     let _ = sender.send(p);
                 })?;
@@ -135,6 +149,17 @@ impl Indexes {
                     );
                     tracing::info!("{summary}");
                     reporter.end(&summary).await;
+                    if report.read_only {
+                        client
+                            .log_message(
+                                lsp::MessageType::WARNING,
+                                format!(
+                                    "wright: another process holds the index of {}; symbols are served as it last wrote them and edits are not indexed until wright restarts",
+                                    root.display()
+                                ),
+                            )
+                            .await;
+                    }
                     self.indexes
                         .write()
                         .unwrap_or_else(|e| e.into_inner())

@@ -205,8 +205,17 @@ fn prose_steers_toward_files_whose_vocabulary_matches() {
     let f = fixture("prose");
     // No identifier in the query, but "lexer" is a path word and "tokenize" shares nothing:
     // the lexer file's vocabulary matches, the colour wheel's does not.
-    let context = retrieve(&f.index, &DiskOnly, &query("the lexer splits words wrongly", 4000));
-    assert_eq!(paths(&context)[0].0, "src/lexer.rs", "{:?}", paths(&context));
+    let context = retrieve(
+        &f.index,
+        &DiskOnly,
+        &query("the lexer splits words wrongly", 4000),
+    );
+    assert_eq!(
+        paths(&context)[0].0,
+        "src/lexer.rs",
+        "{:?}",
+        paths(&context)
+    );
     let scores = lexical_scores(&f.index.files(), "colour of the wheel");
     assert_eq!(scores[0].0, "src/unrelated.rs");
     assert!(lexical_scores(&f.index.files(), "the and for").is_empty());
