@@ -2,7 +2,7 @@
 //! library calls and renders the result as text for a person or JSON for a program.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use serde_json::json;
@@ -85,10 +85,6 @@ impl Workspace {
         }
         Ok((index, report))
     }
-}
-
-fn relative_display(path: &Path) -> String {
-    path.display().to_string()
 }
 
 /// `wright index`.
@@ -174,7 +170,7 @@ pub fn index(workspace: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::
             .unwrap_or_default();
         writeln!(out, "skipped {count} ({}): {examples}", reason.as_str())?;
     }
-    writeln!(out, "index: {}", relative_display(&report.index_dir))?;
+    writeln!(out, "index: {}", report.index_dir.display())?;
     Ok(0)
 }
 

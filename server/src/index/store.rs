@@ -134,17 +134,7 @@ pub fn open_or_create(dir: &Path, root: &Path) -> Result<(Index, Manifest, Opene
 }
 
 fn open_existing(dir: &Path, root: &Path) -> Result<(Index, Manifest), String> {
-    let meta: Meta = read_json(&dir.join("meta.json"))?;
-    if meta.format != FORMAT_VERSION {
-        return Err(format!(
-            "format {} is not this build's {FORMAT_VERSION}",
-            meta.format
-        ));
-    }
-    if meta.root != root {
-        return Err(format!("it belongs to {}", meta.root.display()));
-    }
-    let manifest: Manifest = read_json(&dir.join("manifest.json"))?;
+    let manifest = peek(dir, root)?;
     let index = Index::open_in_dir(dir.join("tantivy")).map_err(|err| format!("tantivy: {err}"))?;
     if index.schema() != schema::schema().0 {
         return Err("its schema differs from this build's".to_owned());
