@@ -107,5 +107,65 @@ pub struct ViewFileTextResult {
     pub text: String,
 }
 
+/// A position in a document, in the encoding negotiated at `initialize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Position {
+    pub line: u32,
+    pub character: u32,
+}
+
+/// `wright/context`: the code retrieval would show a model for a query, ranked and fitted to a
+/// token budget (what `wright context` prints).
+pub enum Context {}
+
+impl Request for Context {
+    const METHOD: &'static str = "wright/context";
+    type Params = ContextParams;
+    type Result = ContextResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextParams {
+    pub query: String,
+    /// Tokens the snippets may take; 8000 when absent.
+    #[serde(default)]
+    pub budget: Option<usize>,
+    /// The document with the cursor: its file is favoured, and the identifier at `position`
+    /// is looked up as if the query named it.
+    #[serde(default)]
+    pub text_document: Option<TextDocumentIdentifier>,
+    #[serde(default)]
+    pub position: Option<Position>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextResult {
+    pub query: String,
+    pub budget: usize,
+    /// Tokens the snippets take together (o200k).
+    pub tokens: usize,
+    /// Best first.
+    pub snippets: Vec<ContextSnippet>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextSnippet {
+    /// Relative to its workspace folder.
+    pub path: String,
+    /// One-based, inclusive.
+    pub start_line: u32,
+    pub end_line: u32,
+    /// `definition` (a definition the query names, in full or its head) or `map` (the
+    /// signature lines of a file ranked relevant).
+    pub kind: String,
+    pub score: f64,
+    /// What the model would see: a header line with path and lines, then numbered lines.
+    pub text: String,
+}
+
 /// Every method of this crate, for documentation checks and code generation.
-pub const METHODS: &[&str] = &[Status::METHOD, ViewFileText::METHOD];
+pub const METHODS: &[&str] = &[Status::METHOD, ViewFileText::METHOD, Context::METHOD];

@@ -6,22 +6,28 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::config::{self, Layers};
+use crate::index;
 
 /// The facts doctor reports, gathered once and rendered as text or JSON.
 pub struct Report {
     root: PathBuf,
     log: String,
     layers: Layers,
+    index_dir: PathBuf,
+    index: index::State,
 }
 
 impl Report {
     /// Gathers the configuration for `root` from the files and `env`.
     pub fn gather(root: &Path, log: String, env: &dyn Fn(&str) -> Option<String>) -> Self {
         let layers = Layers::load(config::user_file(env), &[root.to_path_buf()], env);
+        let (index_dir, index) = index::state(&config::cache_dir(env), root);
         Self {
             root: root.to_path_buf(),
             log,
             layers,
+            index_dir,
+            index,
         }
     }
 
@@ -50,6 +56,13 @@ impl Report {
                 "env": spec.env,
             })).collect::<Vec<_>>(),
             "problems": config.problems().iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "index": match &self.index {
+                index::State::Missing => json!({"dir": self.index_dir, "state": "missing"}),
+                index::State::Ready { files, definitions } => {
+                    json!({"dir": self.index_dir, "state": "ready", "files": files, "symbols": definitions})
+                }
+                index::State::Stale(reason) => json!({"dir": self.index_dir, "state": "stale", "reason": reason}),
+            },
         })
     }
 
@@ -59,6 +72,16 @@ impl Report {
         let _ = writeln!(out, "wright {}", crate::VERSION);
         let _ = writeln!(out, "root: {}", self.root.display());
         let _ = writeln!(out, "log: {}", self.log);
+        let index = match &self.index {
+            index::State::Missing => {
+                "not built yet (`wright index` builds it; the language server does too)".to_owned()
+            }
+            index::State::Ready { files, definitions } => {
+                format!("{files} files, {definitions} symbols")
+            }
+            index::State::Stale(reason) => format!("will be rebuilt: {reason}"),
+        };
+        let _ = writeln!(out, "index: {} ({index})", self.index_dir.display());
         let _ = writeln!(out, "\nconfiguration files (later ones win):");
         let files: Vec<_> = self.layers.files().collect();
         if files.is_empty() {

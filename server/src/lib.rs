@@ -7,8 +7,13 @@ pub mod buffers;
 pub mod config;
 pub mod doctor;
 pub mod edit;
+pub mod index;
 pub mod languages;
+pub mod llm;
 pub mod lsp;
+pub mod retrieval;
+pub mod search;
+pub mod workspace;
 
 /// The version of this build, as reported by `--version`, `serverInfo` and `wright/status`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,5 +1,7 @@
 //! The `wright` command line: parses arguments, sets up logging, runs a subcommand.
 
+mod commands;
+
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,6 +45,52 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
         /// Print one JSON document: {"applied", "files", "error"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build or refresh the persistent symbol index of the workspace.
+    Index {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find definitions by name: exact, by identifier parts, or one typo away.
+    Symbols {
+        query: String,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Only this kind (function, method, class, interface, module, macro, constant, type…).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The code retrieval would show a model for QUERY, ranked and fitted to a token budget.
+    Context {
+        query: String,
+        /// Tokens the snippets may take (o200k tokenizer).
+        #[arg(long, default_value_t = 8000)]
+        budget: usize,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the workspace with a regular expression (ignore rules respected).
+    Grep {
+        pattern: String,
+        /// Only files matching this glob (`*.rs`; `!*.md` excludes). Repeatable.
+        #[arg(long)]
+        glob: Vec<String>,
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+        /// Lines of context around each match (text output).
+        #[arg(short = 'C', long, default_value_t = 0)]
+        context: usize,
+        /// Match without regard to case.
+        #[arg(short = 'i', long)]
+        ignore_case: bool,
+        /// Print JSON lines.
         #[arg(long)]
         json: bool,
     },
@@ -116,6 +164,61 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", outcome.stdout);
             eprint!("{}", outcome.stderr);
             Ok(ExitCode::from(outcome.code))
+        }
+        Command::Index { json } => {
+            let workspace = commands::Workspace::load(root);
+            commands::index(&workspace, json, &mut std::io::stdout().lock()).map(ExitCode::from)
+        }
+        Command::Symbols {
+            query,
+            limit,
+            kind,
+            json,
+        } => {
+            let workspace = commands::Workspace::load(root);
+            commands::symbols(
+                &workspace,
+                &query,
+                limit,
+                kind.as_deref(),
+                json,
+                &mut std::io::stdout().lock(),
+            )
+            .map(ExitCode::from)
+        }
+        Command::Context {
+            query,
+            budget,
+            json,
+        } => {
+            let workspace = commands::Workspace::load(root);
+            commands::context(
+                &workspace,
+                &query,
+                budget,
+                json,
+                &mut std::io::stdout().lock(),
+            )
+            .map(ExitCode::from)
+        }
+        Command::Grep {
+            pattern,
+            glob,
+            limit,
+            context,
+            ignore_case,
+            json,
+        } => {
+            let workspace = commands::Workspace::load(root);
+            let query = wright::search::GrepQuery {
+                pattern,
+                globs: glob,
+                limit,
+                context,
+                case_insensitive: ignore_case,
+            };
+            commands::grep(&workspace, query, json, &mut std::io::stdout().lock())
+                .map(ExitCode::from)
         }
     }
 }

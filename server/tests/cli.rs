@@ -162,3 +162,239 @@ fn an_invalid_log_filter_is_a_warning_not_a_failure() {
         text(&out.stderr)
     );
 }
+
+/// A small workspace with its own cache, and the environment that points wright at it.
+fn indexed_workspace(name: &str) -> (TempDir, Vec<(&'static str, String)>) {
+    let dir = TempDir::new(name);
+    dir.write("ws/src/lib.rs", "/// Parses.\npub fn parse_request() {}\npub struct HttpServer;\nimpl HttpServer { pub fn start(&self) { parse_request() } }\n");
+    dir.write("ws/util.py", "def parse_args():\n    return 1\n");
+    dir.write("ws/notes.md", "parse everything\n");
+    dir.write(
+        "ws/node_modules/dep/index.js",
+        "function parse_dependency() {}\n",
+    );
+    let env = vec![
+        (
+            "XDG_CACHE_HOME",
+            dir.path().join("cache").display().to_string(),
+        ),
+        ("HOME", dir.path().display().to_string()),
+    ];
+    (dir, env)
+}
+
+fn run(args: &[&str], env: &[(&'static str, String)]) -> Output {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    wright(args, &env)
+}
+
+#[test]
+fn index_reports_a_cold_then_an_incremental_build() {
+    let (dir, env) = indexed_workspace("cli-index");
+    let root = dir.path().join("ws");
+    let root = root.to_str().unwrap();
+    let doctor = text(&run(&["doctor", "--root", root], &env).stdout);
+    assert!(doctor.contains("(not built yet"), "{doctor}");
+    let out = run(&["index", "--json", "--root", root], &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cold: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cold["files"], 2);
+    assert_eq!(cold["symbols"], 4);
+    assert_eq!(cold["incremental"], false);
+    assert_eq!(cold["other_files"], 1);
+    assert_eq!(
+        cold["skipped"]["generated folder"]["examples"],
+        serde_json::json!(["node_modules"])
+    );
+    assert!(cold["bytes"].as_u64().unwrap() > 0 && cold["seconds"].as_f64().is_some());
+
+    let doctor: Value =
+        serde_json::from_slice(&run(&["doctor", "--json", "--root", root], &env).stdout).unwrap();
+    assert_eq!(
+        (
+            doctor["index"]["state"].clone(),
+            doctor["index"]["files"].clone()
+        ),
+        (Value::from("ready"), Value::from(2))
+    );
+
+    let warm: Value =
+        serde_json::from_slice(&run(&["index", "--json", "--root", root], &env).stdout).unwrap();
+    assert_eq!(
+        (warm["incremental"].clone(), warm["parsed"].clone()),
+        (Value::Bool(true), Value::from(0))
+    );
+
+    let human = text(&run(&["index", "--root", root], &env).stdout);
+    assert!(
+        human.starts_with("indexed 2 source files (0 parsed), 4 symbols"),
+        "{human}"
+    );
+    assert!(
+        human.contains("skipped 1 (generated folder): node_modules"),
+        "{human}"
+    );
+}
+
+#[test]
+fn symbols_prints_the_documented_json_with_one_based_positions() {
+    let (dir, env) = indexed_workspace("cli-symbols");
+    let root = dir.path().join("ws");
+    let out = run(
+        &[
+            "symbols",
+            "parse",
+            "--json",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hits = hits.as_array().unwrap();
+    let request = hits.iter().find(|h| h["name"] == "parse_request").unwrap();
+    assert_eq!(
+        request,
+        &serde_json::json!({"name": "parse_request", "kind": "function", "path": "src/lib.rs", "line": 2, "column": 8, "container": null})
+    );
+    assert!(hits.iter().any(|h| h["name"] == "parse_args"));
+    assert!(
+        !hits.iter().any(|h| h["name"] == "parse_dependency"),
+        "node_modules is not indexed"
+    );
+
+    let methods = run(
+        &[
+            "symbols",
+            "start",
+            "--kind",
+            "method",
+            "--json",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &env,
+    );
+    let methods: Value = serde_json::from_slice(&methods.stdout).unwrap();
+    assert_eq!(methods[0]["container"], "HttpServer");
+
+    let human = text(
+        &run(
+            &["symbols", "HttpServr", "--root", root.to_str().unwrap()],
+            &env,
+        )
+        .stdout,
+    );
+    assert!(
+        human.starts_with("src/lib.rs:3:12  class HttpServer"),
+        "{human}"
+    );
+
+    let out = run(
+        &["symbols", "...", "--json", "--root", root.to_str().unwrap()],
+        &env,
+    );
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout).trim(), "[]");
+    assert!(text(&out.stderr).contains("no identifier"));
+}
+
+#[test]
+fn grep_prints_json_lines_filters_by_glob_and_refuses_a_bad_pattern() {
+    let (dir, env) = indexed_workspace("cli-grep");
+    let root = dir.path().join("ws");
+    let root = root.to_str().unwrap();
+    let out = run(&["grep", "parse_\\w+", "--json", "--root", root], &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines[0],
+        serde_json::json!({"path": "src/lib.rs", "line": 2, "text": "pub fn parse_request() {}"})
+    );
+
+    let only_py = run(
+        &["grep", "parse", "--glob", "*.py", "--json", "--root", root],
+        &env,
+    );
+    assert_eq!(text(&only_py.stdout).lines().count(), 1);
+    let limited = run(&["grep", "parse", "--limit", "1", "--root", root], &env);
+    assert_eq!(text(&limited.stdout).lines().count(), 1);
+    assert!(text(&limited.stderr).contains("--limit"));
+
+    let bad = run(&["grep", "(unclosed", "--root", root], &env);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("invalid regular expression"));
+}
+
+#[test]
+fn context_prints_ranked_snippets_within_the_budget() {
+    let (dir, env) = indexed_workspace("cli-context");
+    let root = dir.path().join("ws");
+    let out = run(
+        &[
+            "context",
+            "Why does HttpServer start twice?",
+            "--budget",
+            "500",
+            "--json",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let context: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(context["query"], "Why does HttpServer start twice?");
+    assert_eq!(context["budget"], 500);
+    assert!(context["tokens"].as_u64().unwrap() <= 500);
+    let first = &context["snippets"][0];
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["end_line", "kind", "path", "score", "start_line", "text"]
+    );
+    assert_eq!(
+        (first["path"].clone(), first["kind"].clone()),
+        (Value::from("src/lib.rs"), Value::from("definition"))
+    );
+    // Both names the question mentions are shown in full, before any map.
+    let texts: Vec<&str> = context["snippets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        texts[..2]
+            .iter()
+            .any(|t| t.contains("pub struct HttpServer;")),
+        "{texts:?}"
+    );
+    assert!(
+        texts[..2].iter().any(|t| t.contains("pub fn start(&self)")),
+        "{texts:?}"
+    );
+
+    let human = text(
+        &run(
+            &["context", "parse_request", "--root", root.to_str().unwrap()],
+            &env,
+        )
+        .stdout,
+    );
+    assert!(
+        human.starts_with("── src/lib.rs:1-2 (definition"),
+        "{human}"
+    );
+    assert!(human.contains("    1  /// Parses."), "{human}");
+}

@@ -366,6 +366,13 @@ impl Editor {
         }
     }
 
+    /// Takes an already received message that `matches`, without waiting.
+    pub fn try_take(&mut self, matches: impl Fn(&Value) -> bool) -> Option<Value> {
+        self.drain_arrived();
+        let at = self.unread.iter().position(matches)?;
+        self.unread.remove(at)
+    }
+
     /// Queues a message; answers server → client requests as a permissive editor would.
     fn receive(&mut self, message: Value) {
         if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {

@@ -34,9 +34,12 @@ pub fn run() -> anyhow::Result<()> {
     step("starting `wright lsp`; initialize, offering UTF-16 and UTF-8 positions");
     let mut init = Editor::init_params(workspace.path());
     init["capabilities"]["general"] = json!({"positionEncodings": ["utf-16", "utf-8"]});
+    init["capabilities"]["window"] = json!({"workDoneProgress": true});
+    let cache = TempDir::new("demo-cache");
     let spawn = Spawn {
         bin: Some(target.join("debug/wright")),
         root: Some(workspace.path().to_owned()),
+        env: vec![("XDG_CACHE_HOME".into(), cache.path().display().to_string())],
         ..Spawn::default()
     };
     let mut editor = Editor::spawn(&spawn);
@@ -55,6 +58,24 @@ pub fn run() -> anyhow::Result<()> {
         "window/logMessage: {}",
         editor.expect_log(3, "ready")
     ));
+
+    step("the server indexes the workspace in the background, reporting $/progress");
+    editor.expect_server_request("window/workDoneProgress/create");
+    let end = editor.expect("the end of indexing", |m| {
+        m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end"
+    });
+    while editor.try_take(|m| m["method"] == "$/progress").is_some() {}
+    note(&format!(
+        "$/progress end: {}",
+        end["params"]["value"]["message"].as_str().unwrap_or("?")
+    ));
+    step("workspace/symbol \"CheckedDiv\" (camelCase finds snake_case through identifier parts)");
+    for symbol in wait_for_symbols(&mut editor, "CheckedDiv", 1) {
+        note(&format!(
+            "{} ({}) at line {}",
+            symbol["name"], symbol["kind"], symbol["location"]["range"]["start"]["line"]
+        ));
+    }
 
     let path = workspace.path().join("src/lib.rs");
     let uri = file_uri(&path);
@@ -99,6 +120,48 @@ pub fn run() -> anyhow::Result<()> {
         note(&format!("  | {line}"));
     }
 
+    step(
+        "workspace/symbol \"sub\": the function typed a moment ago, not saved, is already indexed",
+    );
+    for symbol in wait_for_symbols(&mut editor, "sub", 1) {
+        note(&format!(
+            "{} at line {} (disk unchanged: {})",
+            symbol["name"],
+            symbol["location"]["range"]["start"]["line"],
+            std::fs::read_to_string(&path)? == text
+        ));
+    }
+
+    step(
+        "wright/context: \"fix division by zero\" with the cursor on checked_div, budget 300 tokens",
+    );
+    let context = editor.request(
+        "wright/context",
+        json!({"query": "fix division by zero", "budget": 300, "textDocument": {"uri": uri}, "position": {"line": 9, "character": 10}}),
+    );
+    note(&format!(
+        "{} of {} tokens",
+        context["tokens"], context["budget"]
+    ));
+    for snippet in context["snippets"].as_array().into_iter().flatten() {
+        note(&format!(
+            "{} {}:{}-{}",
+            snippet["kind"].as_str().unwrap_or("?"),
+            snippet["path"].as_str().unwrap_or("?"),
+            snippet["startLine"],
+            snippet["endLine"]
+        ));
+        for line in snippet["text"]
+            .as_str()
+            .unwrap_or("")
+            .lines()
+            .skip(1)
+            .take(4)
+        {
+            note(&format!("  | {line}"));
+        }
+    }
+
     step("malformed input: garbage bytes, then invalid JSON");
     editor.send_raw(b"\x00\xffnot a frame");
     note(&format!(
@@ -137,6 +200,24 @@ pub fn run() -> anyhow::Result<()> {
     }
     println!("\ndemo complete: every step answered as an editor expects.");
     Ok(())
+}
+
+/// Asks `workspace/symbol` until at least `count` results come (indexing is in the background).
+/// Panics on failure, as the harness does, so the message is not hidden by the editor's drop.
+fn wait_for_symbols(editor: &mut Editor, query: &str, count: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let found = editor.request("workspace/symbol", json!({"query": query}));
+        let found = found.as_array().cloned().unwrap_or_default();
+        if found.len() >= count {
+            return found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workspace/symbol {query:?} found nothing in 20 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn step(text: &str) {

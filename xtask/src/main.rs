@@ -1,6 +1,8 @@
 //! `cargo xtask`: the project's own tasks, in Rust so they run wherever cargo does.
 
+mod bench;
 mod bench_edit;
+mod bench_retrieval;
 mod demo;
 mod fuzz;
 mod tidy;
@@ -11,27 +13,22 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  bench edit [--files N] [--no-write]
-         the edit engine's accuracy on real source files against two baselines;
-         writes its section of docs/benchmarks.md
-  fuzz [--seconds N] [TARGET...]
-         run each cargo-fuzz target of server/fuzz (every edit parser) for N seconds
-  demo   build wright and drive `wright lsp` on the example workspace as an editor would
-  tidy   check the codebase's own rules (also run by `cargo test` as a test)";
+  demo             build wright and drive `wright lsp` on the example workspace as an editor would
+  tidy             check the codebase's own rules (also run by `cargo test` as a test)
+  bench retrieval  retrieval quality against BM25 on upstream fixes from Debian patches
+                   [--packages a,b,c]; writes docs/benchmarks.md
+  bench edit       the edit engine's accuracy on real source files against two baselines
+                   [--files N]; writes docs/benchmarks.md
+  fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
+                   time [--seconds N] [TARGET...]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("bench") => match args.get(1).map(String::as_str) {
-            Some("edit") => bench_edit::run(&args[2..]),
-            _ => {
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
-            }
-        },
         Some("demo") => demo::run(),
-        Some("fuzz") => fuzz::run(&args[1..]),
         Some("tidy") => tidy::run(),
+        Some("bench") => bench::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

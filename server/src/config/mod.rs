@@ -138,6 +138,14 @@ impl Layer {
             ));
             return;
         }
+        let number;
+        let value = match value {
+            Json::Number(n) if spec.integer => {
+                number = Json::String(n.to_string());
+                &number
+            }
+            other => other,
+        };
         match value {
             Json::String(text) => match (spec.validate)(text) {
                 Ok(()) => {
@@ -331,6 +339,17 @@ pub fn user_file(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     Some(base.join("wright").join("config.toml"))
 }
 
+/// Where caches live (the symbol index): `$XDG_CACHE_HOME/wright`, falling back to
+/// `~/.cache/wright`, else the system temp directory.
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    env("XDG_CACHE_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("wright")
+}
+
 /// `<root>/.wright/config.toml`.
 pub fn workspace_file(root: &Path) -> PathBuf {
     root.join(".wright").join("config.toml")
@@ -374,6 +393,11 @@ impl Config {
 
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// A whole-number setting (validated when it was read, so it parses).
+    pub fn get_u64(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(|value| value.parse().ok())
     }
 
     /// The raw value of a key. Secrets too: the caller that asks for a key's value is the one
@@ -508,6 +532,17 @@ mod tests {
             "{messages:?}"
         );
         assert!(messages[1].contains("http:// or https://"), "{messages:?}");
+    }
+
+    #[test]
+    fn numbers_are_accepted_for_integer_keys_and_checked() {
+        let mut layers = Layers::load(None, &[], &no_env);
+        layers.set_initialization_options(&json!({"index": {"maxFileSize": 2048}}));
+        assert_eq!(layers.resolve().get_u64("index.max_file_size"), Some(2048));
+        layers.set_initialization_options(&json!({"index": {"max_file_size": -1}}));
+        let config = layers.resolve();
+        assert_eq!(config.get_u64("index.max_file_size"), Some(1024 * 1024));
+        assert!(config.problems()[0].message.contains("positive number"));
     }
 
     #[test]

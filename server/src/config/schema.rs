@@ -17,6 +17,8 @@ pub struct KeySpec {
     /// credential is sent may not: cloning a repository must not redirect your API key.
     pub workspace_file: bool,
     pub doc: &'static str,
+    /// Whether the value is a whole number (TOML and JSON give it as a number).
+    pub integer: bool,
     pub validate: fn(&str) -> Result<(), String>,
 }
 
@@ -28,6 +30,7 @@ pub static KEYS: &[KeySpec] = &[
         secret: false,
         workspace_file: true,
         doc: "the model for agent tasks, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5)",
+        integer: false,
         validate: validate_model,
     },
     KeySpec {
@@ -37,6 +40,7 @@ pub static KEYS: &[KeySpec] = &[
         secret: false,
         workspace_file: false,
         doc: "any OpenAI-compatible Chat Completions endpoint (Ollama, llama.cpp, vLLM, LM Studio)",
+        integer: false,
         validate: validate_url,
     },
     KeySpec {
@@ -46,6 +50,7 @@ pub static KEYS: &[KeySpec] = &[
         secret: true,
         workspace_file: false,
         doc: "the key sent to providers.openai.base_url",
+        integer: false,
         validate: validate_nonempty,
     },
     KeySpec {
@@ -55,6 +60,7 @@ pub static KEYS: &[KeySpec] = &[
         secret: false,
         workspace_file: false,
         doc: "the Anthropic Messages API endpoint",
+        integer: false,
         validate: validate_url,
     },
     KeySpec {
@@ -64,7 +70,18 @@ pub static KEYS: &[KeySpec] = &[
         secret: true,
         workspace_file: false,
         doc: "the key sent to providers.anthropic.base_url",
+        integer: false,
         validate: validate_nonempty,
+    },
+    KeySpec {
+        key: "index.max_file_size",
+        env: None,
+        default: Some("1048576"),
+        secret: false,
+        workspace_file: true,
+        doc: "files larger than this many bytes are not indexed or searched",
+        integer: true,
+        validate: validate_size,
     },
     KeySpec {
         key: "edit.syntax_gate",
@@ -73,6 +90,7 @@ pub static KEYS: &[KeySpec] = &[
         secret: false,
         workspace_file: true,
         doc: "what an edit that introduces syntax errors does: off, report (apply and warn) or refuse",
+        integer: false,
         validate: validate_syntax_gate,
     },
 ];
@@ -111,6 +129,15 @@ fn validate_url(value: &str) -> Result<(), String> {
 
 fn validate_syntax_gate(value: &str) -> Result<(), String> {
     value.parse::<crate::edit::GateMode>().map(|_| ())
+}
+
+fn validate_size(value: &str) -> Result<(), String> {
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err(format!(
+            "expected a positive number of bytes, found {value:?}"
+        )),
+    }
 }
 
 fn validate_nonempty(value: &str) -> Result<(), String> {

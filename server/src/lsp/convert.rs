@@ -1,5 +1,6 @@
 //! Conversions between LSP types and the byte-offset, path-based types below `lsp/`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use tower_lsp_server::ls_types as lsp;
@@ -52,6 +53,86 @@ pub fn negotiate_encoding(capabilities: &lsp::ClientCapabilities) -> PositionEnc
         .and_then(|general| general.position_encodings.as_deref())
         .unwrap_or_default();
     PositionEncoding::negotiate(offered.iter().map(|kind| kind.as_str()))
+}
+
+/// The identifier around byte `offset` of `text`, if the cursor is on one.
+pub fn identifier_at(text: &str, offset: usize) -> Option<String> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let offset = offset.min(text.len());
+    let start = text[..offset]
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| is_word(*c))
+        .last()
+        .map_or(offset, |(i, _)| i);
+    let end = text[offset..]
+        .char_indices()
+        .find(|(_, c)| !is_word(*c))
+        .map_or(text.len(), |(i, _)| offset + i);
+    (start < end).then(|| text[start..end].to_owned())
+}
+
+/// The open buffers at one moment, as the workspace view reads them.
+pub struct BufferOverlay(HashMap<PathBuf, ropey::Rope>);
+
+impl BufferOverlay {
+    pub fn snapshot(buffers: &crate::buffers::Buffers) -> Self {
+        Self(
+            buffers
+                .snapshot()
+                .into_iter()
+                .filter_map(|(key, document)| match key {
+                    DocumentKey::File(path) => Some((path, document.text().clone())),
+                    DocumentKey::Other(_) => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// The open files under `root`, relative to it, sorted.
+    pub fn relative_paths(&self, root: &std::path::Path) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .0
+            .keys()
+            .filter(|path| path.starts_with(root))
+            .map(|path| crate::workspace::relative_path(root, path))
+            .collect();
+        paths.sort();
+        paths
+    }
+}
+
+impl crate::workspace::Overlay for BufferOverlay {
+    fn buffer_text(&self, path: &std::path::Path) -> Option<String> {
+        self.0.get(path).map(ToString::to_string)
+    }
+}
+
+/// The column, in `encoding`'s units, of the character at index `chars` of `line` (clamped
+/// to the line's end).
+pub fn char_column(line: &str, chars: u32, encoding: PositionEncoding) -> u32 {
+    let prefix = line.chars().take(chars as usize);
+    let units: usize = match encoding {
+        PositionEncoding::Utf8 => prefix.map(char::len_utf8).sum(),
+        PositionEncoding::Utf16 => prefix.map(char::len_utf16).sum(),
+        PositionEncoding::Utf32 => prefix.count(),
+    };
+    units as u32
+}
+
+/// The LSP kind of an index kind (the tags queries' names).
+pub fn symbol_kind(kind: &str) -> lsp::SymbolKind {
+    match kind {
+        "function" | "macro" => lsp::SymbolKind::FUNCTION,
+        "method" => lsp::SymbolKind::METHOD,
+        "class" => lsp::SymbolKind::CLASS,
+        "interface" => lsp::SymbolKind::INTERFACE,
+        "module" => lsp::SymbolKind::MODULE,
+        "constant" => lsp::SymbolKind::CONSTANT,
+        "type" => lsp::SymbolKind::STRUCT,
+        "field" => lsp::SymbolKind::FIELD,
+        _ => lsp::SymbolKind::VARIABLE,
+    }
 }
 
 pub fn encoding_kind(encoding: PositionEncoding) -> lsp::PositionEncodingKind {
@@ -156,5 +237,21 @@ mod tests {
                 prop_assert_eq!(&actual, &model, "after {} in {:?}", version, encoding);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod identifier_tests {
+    use super::identifier_at;
+
+    #[test]
+    fn the_identifier_under_the_cursor() {
+        let text = "let total = parse_http(x);";
+        assert_eq!(identifier_at(text, 14).as_deref(), Some("parse_http"));
+        assert_eq!(identifier_at(text, 12).as_deref(), Some("parse_http"));
+        assert_eq!(identifier_at(text, 22).as_deref(), Some("parse_http"));
+        assert_eq!(identifier_at(text, 3).as_deref(), Some("let"));
+        assert_eq!(identifier_at(text, 25), None);
+        assert_eq!(identifier_at("日本 語", 7).as_deref(), Some("語"));
     }
 }

@@ -6,11 +6,12 @@
 
 mod convert;
 mod framing;
+mod indexing;
 mod server;
 mod transport;
 
 use tower_lsp_server::LspService;
-use wright_protocol::{Request, Status, ViewFileText};
+use wright_protocol::{Context, Request, Status, ViewFileText};
 
 pub use server::ServerOptions;
 pub use transport::Outcome;
@@ -20,6 +21,7 @@ pub async fn run_stdio(options: ServerOptions) -> i32 {
     let (service, socket) = LspService::build(|client| server::Backend::new(client, options))
         .custom_method(Status::METHOD, server::Backend::status_request)
         .custom_method(ViewFileText::METHOD, server::Backend::view_file_text)
+        .custom_method(Context::METHOD, server::Backend::context_request)
         .finish();
     let outcome = transport::serve(tokio::io::stdin(), tokio::io::stdout(), service, socket).await;
     tracing::info!("language server stopped: {outcome:?}");

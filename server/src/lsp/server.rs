@@ -5,9 +5,9 @@
 //! transport polls handlers in arrival order, so state changes happen in arrival order too.
 //! Locks are `std` mutexes and are never held across an `.await`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error as RpcError, Result as RpcResult};
@@ -16,7 +16,8 @@ use tower_lsp_server::{Client, LanguageServer};
 use wright_protocol as proto;
 
 use super::convert;
-use crate::buffers::{Buffers, Document, VersionOrder};
+use super::indexing::Indexes;
+use crate::buffers::{Buffers, Document, DocumentKey, VersionOrder};
 use crate::config::{self, Config, Layers};
 
 /// What the server is started with, from the command line.
@@ -31,9 +32,10 @@ pub struct ServerOptions {
 pub struct Backend {
     client: Client,
     options: ServerOptions,
-    buffers: Mutex<Buffers>,
+    buffers: Arc<Mutex<Buffers>>,
     workspace: Mutex<Workspace>,
     client_capabilities: OnceLock<lsp::ClientCapabilities>,
+    indexes: Arc<Indexes>,
 }
 
 /// The workspace roots and the configuration that depends on them.
@@ -61,10 +63,12 @@ impl Backend {
     pub fn new(client: Client, options: ServerOptions) -> Self {
         let roots = vec![options.default_root.clone()];
         let layers = Layers::load(config::user_file(&process_env), &roots, &process_env);
+        let buffers = Arc::new(Mutex::new(Buffers::default()));
         Self {
+            indexes: Indexes::start(Arc::clone(&buffers), config::cache_dir(&process_env)),
             client,
             options,
-            buffers: Mutex::new(Buffers::default()),
+            buffers,
             workspace: Mutex::new(Workspace {
                 config: layers.resolve(),
                 roots,
@@ -106,6 +110,32 @@ impl Backend {
                 format!("configuration: {problem}"),
             )
             .await;
+        }
+    }
+
+    /// (Re)builds the indexes of the current roots in the background.
+    fn build_indexes(&self) {
+        let (roots, max_file_size) = {
+            let workspace = lock(&self.workspace);
+            let max = workspace
+                .config
+                .get_u64("index.max_file_size")
+                .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE);
+            (workspace.roots.clone(), max)
+        };
+        let progress = self
+            .capabilities()
+            .and_then(|caps| caps.window.as_ref())
+            .and_then(|window| window.work_done_progress)
+            == Some(true);
+        self.indexes
+            .want(roots, max_file_size, self.client.clone(), progress);
+    }
+
+    /// Queues a document's file for re-indexing.
+    fn reindex(&self, key: &DocumentKey) {
+        if let DocumentKey::File(path) = key {
+            self.indexes.changed(path.clone());
         }
     }
 
@@ -206,6 +236,83 @@ impl Backend {
         Ok(self.status())
     }
 
+    /// `wright/context`: retrieval over the index of the document's root, reading open
+    /// buffers instead of their files.
+    pub async fn context_request(
+        &self,
+        params: proto::ContextParams,
+    ) -> RpcResult<proto::ContextResult> {
+        let budget = params.budget.unwrap_or(8000);
+        let document =
+            match &params.text_document {
+                Some(document) => Some(document.uri.parse::<lsp::Uri>().map_err(|_| {
+                    RpcError::invalid_params(format!("not a URI: {}", document.uri))
+                })?),
+                None => None,
+            };
+        let path = document.as_ref().and_then(convert::file_path);
+        let Some((index, current_file)) = self.indexes.for_document(path.as_deref()) else {
+            return Err(RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32001),
+                message: "the index is not built yet; try again when indexing has finished".into(),
+                data: None,
+            });
+        };
+        let (overlay, cursor_symbol) = {
+            let buffers = lock(&self.buffers);
+            let cursor_symbol = match (&document, params.position) {
+                (Some(uri), Some(position)) => {
+                    buffers.get(&convert::document_key(uri)).and_then(|doc| {
+                        let position =
+                            crate::buffers::Position::new(position.line, position.character);
+                        let offset = crate::buffers::position_to_offset(
+                            doc.text(),
+                            position,
+                            buffers.encoding(),
+                        );
+                        convert::identifier_at(&doc.text().to_string(), offset)
+                    })
+                }
+                _ => None,
+            };
+            (convert::BufferOverlay::snapshot(&buffers), cursor_symbol)
+        };
+        let open_files = overlay.relative_paths(index.root());
+        let query = crate::retrieval::Query {
+            text: params.query,
+            budget,
+            current_file,
+            cursor_symbol,
+            open_files,
+        };
+        let context = tokio::task::spawn_blocking(move || {
+            crate::retrieval::retrieve(&index, &overlay, &query)
+        })
+        .await
+        .map_err(|err| RpcError {
+            code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+            message: format!("retrieval failed: {err}").into(),
+            data: None,
+        })?;
+        Ok(proto::ContextResult {
+            query: context.query,
+            budget: context.budget,
+            tokens: context.tokens,
+            snippets: context
+                .snippets
+                .into_iter()
+                .map(|s| proto::ContextSnippet {
+                    path: s.path,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                    kind: s.kind.as_str().to_owned(),
+                    score: s.score,
+                    text: s.text,
+                })
+                .collect(),
+        })
+    }
+
     /// `wright/viewFileText`.
     pub async fn view_file_text(
         &self,
@@ -277,6 +384,7 @@ impl LanguageServer for Backend {
                     }),
                     file_operations: None,
                 }),
+                workspace_symbol_provider: Some(lsp::OneOf::Left(true)),
                 execute_command_provider: Some(lsp::ExecuteCommandOptions {
                     commands: proto::commands::ALL
                         .iter()
@@ -310,6 +418,7 @@ impl LanguageServer for Backend {
         )
         .await;
         self.update_workspace(|_| {}).await;
+        self.build_indexes();
     }
 
     async fn shutdown(&self) -> RpcResult<()> {
@@ -323,6 +432,7 @@ impl LanguageServer for Backend {
         if lock(&self.buffers).open(key.clone(), document) {
             tracing::debug!("{key} was opened again; its text was replaced");
         }
+        self.reindex(&key);
     }
 
     async fn did_change(&self, params: lsp::DidChangeTextDocumentParams) {
@@ -330,6 +440,9 @@ impl LanguageServer for Backend {
         let version = params.text_document.version;
         let changes = convert::text_changes(params.content_changes);
         let result = lock(&self.buffers).change(&key, version, &changes);
+        if result.is_ok() {
+            self.reindex(&key);
+        }
         match result {
             Ok(VersionOrder::Increasing) => {}
             Ok(VersionOrder::NotIncreasing { previous }) => {
@@ -342,6 +455,7 @@ impl LanguageServer for Backend {
     async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
         let key = convert::document_key(&params.text_document.uri);
         let result = lock(&self.buffers).mark_saved(&key);
+        self.reindex(&key);
         if let Err(err) = result {
             self.log(lsp::MessageType::WARNING, err).await;
         }
@@ -350,6 +464,8 @@ impl LanguageServer for Backend {
     async fn did_close(&self, params: lsp::DidCloseTextDocumentParams) {
         let key = convert::document_key(&params.text_document.uri);
         let result = lock(&self.buffers).close(&key);
+        // The buffer's unsaved text is gone: the disk is the truth again.
+        self.reindex(&key);
         if let Err(err) = result {
             self.log(lsp::MessageType::WARNING, err).await;
         }
@@ -379,6 +495,7 @@ impl LanguageServer for Backend {
             workspace.layers.reload_files(&roots);
         })
         .await;
+        self.build_indexes();
     }
 
     async fn did_change_configuration(&self, params: lsp::DidChangeConfigurationParams) {
@@ -412,6 +529,11 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_watched_files(&self, params: lsp::DidChangeWatchedFilesParams) {
+        for change in &params.changes {
+            if let Some(path) = convert::file_path(&change.uri) {
+                self.indexes.changed(path);
+            }
+        }
         let touches_config = {
             let workspace = lock(&self.workspace);
             params.changes.iter().any(|change| {
@@ -426,6 +548,52 @@ impl LanguageServer for Backend {
             })
             .await;
         }
+    }
+
+    async fn symbol(
+        &self,
+        params: lsp::WorkspaceSymbolParams,
+    ) -> RpcResult<Option<lsp::WorkspaceSymbolResponse>> {
+        let hits = self.indexes.symbols(&params.query, 200);
+        let encoding = lock(&self.buffers).encoding();
+        // Columns are stored in characters; the client counts in its encoding, which needs
+        // each line's text: from the buffer when open, else from the disk, one read per file.
+        let mut lines: HashMap<PathBuf, Vec<String>> = HashMap::new();
+        let mut symbols = Vec::with_capacity(hits.len());
+        for (root, hit) in hits {
+            let path = root.join(&hit.path);
+            let Some(uri) = lsp::Uri::from_file_path(&path) else {
+                continue;
+            };
+            let file_lines = lines.entry(path.clone()).or_insert_with(|| {
+                let text = lock(&self.buffers)
+                    .get(&DocumentKey::File(path.clone()))
+                    .map(|document| document.text().to_string())
+                    .or_else(|| std::fs::read_to_string(&path).ok())
+                    .unwrap_or_default();
+                text.lines().map(str::to_owned).collect()
+            });
+            let line_text = file_lines.get(hit.line as usize).map_or("", String::as_str);
+            let name_chars = hit.name.chars().count() as u32;
+            let start = convert::char_column(line_text, hit.column, encoding);
+            let end = convert::char_column(line_text, hit.column + name_chars, encoding);
+            #[allow(deprecated)] // `deprecated` is a required field of the type
+            symbols.push(lsp::SymbolInformation {
+                name: hit.name,
+                kind: convert::symbol_kind(&hit.kind),
+                tags: None,
+                deprecated: None,
+                location: lsp::Location::new(
+                    uri,
+                    lsp::Range::new(
+                        lsp::Position::new(hit.line, start),
+                        lsp::Position::new(hit.line, end),
+                    ),
+                ),
+                container_name: hit.container,
+            });
+        }
+        Ok(Some(lsp::WorkspaceSymbolResponse::Flat(symbols)))
     }
 
     async fn execute_command(

@@ -1,0 +1,353 @@
+//! Definitions and references of one file, from its tree-sitter tags.
+//!
+//! The parse tree lives only inside [`extract`]: what comes out is plain data, so indexing a
+//! workspace never holds more than one tree per thread.
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use tree_sitter_tags::{TagsConfiguration, TagsContext};
+
+use crate::languages::Language;
+
+/// A definition: a named thing a reader may look for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Definition {
+    pub name: String,
+    /// The tags query's kind: `function`, `method`, `class`, `interface`, `module`, `macro`,
+    /// `constant`, `type`, …
+    pub kind: String,
+    /// The name of the enclosing definition (a method's class or `impl` type), if any.
+    pub container: Option<String>,
+    /// Zero-based line of the name, and its column in characters.
+    pub line: u32,
+    pub column: u32,
+    /// Zero-based lines the whole definition spans.
+    pub start_line: u32,
+    pub end_line: u32,
+    /// The line that holds the name, trimmed (and capped).
+    pub signature: String,
+    /// The documentation comment right above it (or a Python docstring), if any.
+    pub doc: Option<String>,
+}
+
+/// A use of a name: a call, a type implemented.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    pub name: String,
+    pub kind: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extracted {
+    pub definitions: Vec<Definition>,
+    pub references: Vec<Reference>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("tree-sitter could not tag this file: {0}")]
+    Tags(String),
+}
+
+/// Signatures longer than this are cut (a minified file's single line is not a signature).
+const MAX_SIGNATURE: usize = 200;
+const MAX_DOC_LINES: usize = 12;
+
+/// The tags configuration of one language, compiled on first use (compiling a query is not
+/// free, and most workspaces use two or three languages).
+fn configuration(language: Language) -> &'static TagsConfiguration {
+    static CONFIGS: [OnceLock<TagsConfiguration>; Language::ALL.len()] =
+        [const { OnceLock::new() }; Language::ALL.len()];
+    CONFIGS[language as usize].get_or_init(|| {
+        TagsConfiguration::new(language.grammar(), language.tags_query(), "")
+            .expect("every tags query compiles (tested in languages/)")
+    })
+}
+
+thread_local! {
+    static CONTEXT: RefCell<TagsContext> = RefCell::new(TagsContext::new());
+}
+
+/// Extracts the definitions and references of `source`.
+pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractError> {
+    let config = configuration(language);
+    let bytes = source.as_bytes();
+    let tags: Vec<tree_sitter_tags::Tag> = CONTEXT.with(|context| {
+        let mut context = context.borrow_mut();
+        let (tags, _has_error) = context
+            .generate_tags(config, bytes, None)
+            .map_err(|err| ExtractError::Tags(err.to_string()))?;
+        // A tag that fails is dropped, not the file: one odd construct must not hide the rest.
+        Ok::<_, ExtractError>(tags.filter_map(Result::ok).collect())
+    })?;
+
+    // Scopes that give definitions their container: other definitions, and implementation
+    // references (a Rust `impl Type` block names the type its methods belong to).
+    let mut scopes: Vec<(Range<usize>, &str)> = tags
+        .iter()
+        .filter(|tag| {
+            tag.is_definition || config.syntax_type_name(tag.syntax_type_id) == "implementation"
+        })
+        .map(|tag| (tag.range.clone(), &source[tag.name_range.clone()]))
+        .collect();
+    scopes.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+
+    let mut extracted = Extracted::default();
+    for tag in &tags {
+        let name = source[tag.name_range.clone()].to_owned();
+        let kind = config.syntax_type_name(tag.syntax_type_id).to_owned();
+        let line = tag.span.start.row as u32;
+        let line_start = tag.line_range.start;
+        let column = source[line_start..tag.name_range.start.max(line_start)]
+            .chars()
+            .count() as u32;
+        if tag.is_definition {
+            extracted.definitions.push(Definition {
+                container: container_of(&scopes, &tag.range),
+                line,
+                column,
+                start_line: line_of(source, tag.range.start),
+                end_line: line_of(source, tag.range.end.saturating_sub(1).max(tag.range.start)),
+                signature: signature(&source[tag.line_range.clone()]),
+                doc: tag
+                    .docs
+                    .clone()
+                    .filter(|doc| !doc.trim().is_empty())
+                    .or_else(|| doc_comment(language, source, tag.range.start, tag.range.end)),
+                name,
+                kind,
+            });
+        } else {
+            extracted.references.push(Reference {
+                name,
+                kind,
+                line,
+                column,
+            });
+        }
+    }
+    Ok(extracted)
+}
+
+/// The innermost scope enclosing `range`, other than the tag itself.
+fn container_of(scopes: &[(Range<usize>, &str)], range: &Range<usize>) -> Option<String> {
+    scopes
+        .iter()
+        .filter(|(scope, _)| scope.start <= range.start && range.end <= scope.end && scope != range)
+        .min_by_key(|(scope, _)| scope.end - scope.start)
+        .map(|(_, name)| (*name).to_owned())
+}
+
+fn line_of(source: &str, byte: usize) -> u32 {
+    source.as_bytes()[..byte.min(source.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count() as u32
+}
+
+fn signature(line: &str) -> String {
+    let line = line.trim();
+    match line.char_indices().nth(MAX_SIGNATURE) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+/// Comment lines directly above a definition (no blank line between), markers stripped; for
+/// Python, the docstring that opens the body.
+fn doc_comment(language: Language, source: &str, start: usize, end: usize) -> Option<String> {
+    if language == Language::Python
+        && let Some(doc) = python_docstring(&source[start..end.min(source.len())])
+    {
+        return Some(doc);
+    }
+    let before = &source[..start];
+    let before = &before[..before.rfind('\n').map_or(0, |i| i + 1)];
+    let mut lines: Vec<&str> = Vec::new();
+    for line in before.lines().rev() {
+        let trimmed = line.trim();
+        let is_comment = ["///", "//!", "//", "#", "/*", "*", "--"]
+            .iter()
+            .any(|marker| trimmed.starts_with(marker))
+            && !trimmed.starts_with("#[")
+            && !trimmed.starts_with("#include")
+            && !trimmed.starts_with("#define");
+        // Rust attributes and Java annotations sit between a doc and its item.
+        let is_attribute = trimmed.starts_with("#[") || trimmed.starts_with('@');
+        if is_attribute && lines.is_empty() {
+            continue;
+        }
+        if !is_comment || lines.len() == MAX_DOC_LINES {
+            break;
+        }
+        lines.push(trimmed);
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    lines.reverse();
+    let text: Vec<&str> = lines
+        .iter()
+        .map(|line| {
+            line.trim_start_matches(['/', '*', '#', '!', '-'])
+                .trim_end_matches("*/")
+                .trim()
+        })
+        .filter(|line| !line.is_empty())
+        .collect();
+    (!text.is_empty()).then(|| text.join("\n"))
+}
+
+fn python_docstring(definition: &str) -> Option<String> {
+    let body = &definition[definition.find(":\n").or_else(|| definition.find(':'))? + 1..];
+    let body = body.trim_start();
+    let quote = ["\"\"\"", "'''"]
+        .into_iter()
+        .find(|q| body.starts_with(q))?;
+    let rest = &body[3..];
+    let doc = &rest[..rest.find(quote)?];
+    let doc = doc.trim();
+    (!doc.is_empty()).then(|| doc.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definitions(language: Language, source: &str) -> Vec<(String, String, Option<String>, u32)> {
+        extract(language, source)
+            .unwrap()
+            .definitions
+            .into_iter()
+            .map(|d| (d.name, d.kind, d.container, d.line))
+            .collect()
+    }
+
+    fn has(
+        defs: &[(String, String, Option<String>, u32)],
+        name: &str,
+        kind: &str,
+        container: Option<&str>,
+    ) -> bool {
+        defs.iter()
+            .any(|(n, k, c, _)| n == name && k == kind && c.as_deref() == container)
+    }
+
+    #[test]
+    fn rust_definitions_with_containers_docs_and_the_extended_query() {
+        let source = r#"
+/// Adds.
+#[inline]
+pub fn add(a: i32) -> i32 { a }
+
+pub struct Point { x: i32 }
+
+impl Point {
+    /// Length.
+    pub fn len(&self) -> i32 { helper(self.x) }
+}
+
+pub trait Shape {
+    fn area(&self) -> f64;
+}
+
+pub const LIMIT: usize = 10;
+static mut COUNTER: u32 = 0;
+extern "C" { fn abs(x: i32) -> i32; }
+"#;
+        let extracted = extract(Language::Rust, source).unwrap();
+        let defs: Vec<_> = extracted
+            .definitions
+            .iter()
+            .map(|d| (d.name.clone(), d.kind.clone(), d.container.clone(), d.line))
+            .collect();
+        assert!(has(&defs, "add", "function", None), "{defs:?}");
+        assert!(has(&defs, "Point", "class", None), "{defs:?}");
+        assert!(has(&defs, "len", "method", Some("Point")), "{defs:?}");
+        assert!(has(&defs, "area", "function", Some("Shape")), "{defs:?}");
+        assert!(has(&defs, "LIMIT", "constant", None), "{defs:?}");
+        assert!(has(&defs, "COUNTER", "constant", None), "{defs:?}");
+        assert!(has(&defs, "abs", "function", None), "{defs:?}");
+        let add = extracted
+            .definitions
+            .iter()
+            .find(|d| d.name == "add")
+            .unwrap();
+        assert_eq!(add.doc.as_deref(), Some("Adds."));
+        assert_eq!(add.signature, "pub fn add(a: i32) -> i32 { a }");
+        assert_eq!((add.line, add.column), (3, 7));
+        let len = extracted
+            .definitions
+            .iter()
+            .find(|d| d.name == "len")
+            .unwrap();
+        assert_eq!((len.start_line, len.end_line), (9, 9));
+        assert_eq!(len.doc.as_deref(), Some("Length."));
+        assert!(
+            extracted
+                .references
+                .iter()
+                .any(|r| r.name == "helper" && r.kind == "call")
+        );
+    }
+
+    #[test]
+    fn python_typescript_c_go_definitions() {
+        let python = definitions(
+            Language::Python,
+            "class Greeter:\n    def hello(self):\n        \"\"\"Say hi.\"\"\"\n        print('hi')\n",
+        );
+        assert!(has(&python, "Greeter", "class", None), "{python:?}");
+        assert!(
+            has(&python, "hello", "function", Some("Greeter")),
+            "{python:?}"
+        );
+        let doc = extract(Language::Python, "def f():\n    '''Docs here.'''\n")
+            .unwrap()
+            .definitions[0]
+            .doc
+            .clone();
+        assert_eq!(doc.as_deref(), Some("Docs here."));
+
+        let ts = definitions(
+            Language::TypeScript,
+            "interface Shape { area(): number }\nexport function make(): Shape { return null as any }\nclass Box { size() { return 1 } }\n",
+        );
+        assert!(has(&ts, "Shape", "interface", None), "{ts:?}");
+        assert!(has(&ts, "make", "function", None), "{ts:?}");
+        assert!(has(&ts, "size", "method", Some("Box")), "{ts:?}");
+
+        let c = definitions(
+            Language::C,
+            "#define MAX 3\nenum color { RED, GREEN };\nstruct point { int x; };\nint add(int a, int b) { return a + b; }\n",
+        );
+        for (name, kind) in [("MAX", "macro"), ("point", "class"), ("add", "function")] {
+            assert!(has(&c, name, kind, None), "{name}: {c:?}");
+        }
+        assert!(has(&c, "RED", "constant", Some("color")), "{c:?}");
+
+        let go = definitions(
+            Language::Go,
+            "package main\nfunc Run() {}\ntype T struct{}\nfunc (t T) M() {}\n",
+        );
+        assert!(has(&go, "Run", "function", None), "{go:?}");
+        assert!(
+            go.iter().any(|(n, k, _, _)| n == "M" && k == "method"),
+            "{go:?}"
+        );
+    }
+
+    #[test]
+    fn broken_or_odd_input_yields_what_can_be_found() {
+        let defs = definitions(Language::Rust, "fn ok() {}\nfn broken( {\n");
+        assert!(has(&defs, "ok", "function", None), "{defs:?}");
+        assert!(extract(Language::Ruby, "").unwrap().definitions.is_empty());
+        let long = format!("function f() {{ return '{}' }}", "x".repeat(5000));
+        let defs = extract(Language::JavaScript, &long).unwrap().definitions;
+        assert!(defs[0].signature.chars().count() <= MAX_SIGNATURE + 1);
+    }
+}

@@ -1,0 +1,711 @@
+//! The workspace symbol index: tree-sitter tags of every supported file, in a tantivy index
+//! persisted in the user's cache directory, kept current incrementally.
+//!
+//! Invariants: parse trees never outlive the extraction of one file (a whole workspace of
+//! trees would not fit in memory); an index on disk is trusted only when its format version
+//! and schema match and it opens cleanly, and is rebuilt otherwise; the manifest of indexed
+//! files is written only after the tantivy commit it describes, so a crash between the two
+//! leaves the manifest behind the index, which the next refresh repairs, never ahead of it.
+
+mod extract;
+mod schema;
+mod store;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::Instant;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, TantivyDocument, Value};
+use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Term};
+
+pub use extract::{Definition, Extracted, Reference, extract};
+pub use schema::{identifier_parts, words};
+pub use store::FileRecord;
+
+use crate::languages::Language;
+use crate::workspace::{self, FileText, SkipReason, Skipped, WalkOptions};
+use schema::Fields;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index at {path}: {source}")]
+    Tantivy {
+        path: PathBuf,
+        source: tantivy::TantivyError,
+    },
+    #[error("index at {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// How the index was opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opened {
+    /// No index existed: everything will be parsed.
+    Created,
+    /// The index on disk was valid: only changed files will be parsed.
+    Existing,
+    /// The index on disk could not be trusted and was thrown away.
+    Rebuilt(String),
+}
+
+/// What a refresh did.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub root: PathBuf,
+    pub index_dir: PathBuf,
+    pub opened: Opened,
+    /// Source files in the index after the refresh.
+    pub files: usize,
+    /// Files parsed by this refresh (all of them unless incremental).
+    pub parsed: usize,
+    /// Files dropped because they disappeared.
+    pub removed: usize,
+    pub definitions: usize,
+    pub references: usize,
+    /// Bytes of source in the index.
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Whether the refresh started from a valid index.
+    pub incremental: bool,
+    /// Another process holds the index's writer: nothing was refreshed, the index is used as
+    /// that process last committed it.
+    pub read_only: bool,
+    /// Files of no supported language.
+    pub other_files: usize,
+    pub skipped: Skipped,
+}
+
+/// Progress of a refresh, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+}
+
+/// A symbol found by a query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SymbolHit {
+    pub name: String,
+    pub kind: String,
+    /// Relative to the root, `/`-separated.
+    pub path: String,
+    /// Zero-based.
+    pub line: u32,
+    pub column: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub container: Option<String>,
+    pub signature: String,
+    pub doc: Option<String>,
+    pub score: f32,
+}
+
+/// Options for opening an index.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where indexes live (one folder per workspace root inside it).
+    pub cache_dir: PathBuf,
+    pub walk: WalkOptions,
+}
+
+pub struct Index {
+    root: PathBuf,
+    dir: PathBuf,
+    fields: Fields,
+    /// `None` when another process (a language server, another `wright index`) holds the
+    /// index's writer lock: the index is then read as that process last committed it.
+    writer: Mutex<Option<IndexWriter>>,
+    reader: IndexReader,
+    manifest: RwLock<store::Manifest>,
+    options: Options,
+    opened: Opened,
+}
+
+impl Index {
+    /// Opens the index of `root`, creating it or rebuilding it when the one on disk cannot be
+    /// trusted.
+    pub fn open(root: &Path, options: Options) -> Result<Self, IndexError> {
+        let dir = store::index_dir(&options.cache_dir, root);
+        let (index, manifest, opened) = store::open_or_create(&dir, root)?;
+        let fields = schema::schema().1;
+        let tantivy_err = |source| IndexError::Tantivy {
+            path: dir.clone(),
+            source,
+        };
+        let writer = match index.writer_with_num_threads(2, 64 * 1024 * 1024) {
+            Ok(writer) => Some(writer),
+            Err(tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            )) => None,
+            Err(err) => return Err(tantivy_err(err)),
+        };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(tantivy_err)?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            dir,
+            fields,
+            writer: Mutex::new(writer),
+            reader,
+            manifest: RwLock::new(manifest),
+            options,
+            opened,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether another process holds the writer: queries work, refresh and updates do not.
+    pub fn read_only(&self) -> bool {
+        self.lock_writer().is_none()
+    }
+
+    /// What the index holds, without refreshing it (for a read-only index, all there is).
+    fn report_as_is(&self, started: Instant) -> Report {
+        let manifest = self.read_manifest();
+        Report {
+            root: self.root.clone(),
+            index_dir: self.dir.clone(),
+            opened: self.opened.clone(),
+            files: manifest.files.len(),
+            parsed: 0,
+            removed: 0,
+            definitions: manifest
+                .files
+                .values()
+                .map(|r| r.definition_count as usize)
+                .sum(),
+            references: manifest
+                .files
+                .values()
+                .map(|r| r.reference_count as usize)
+                .sum(),
+            bytes: manifest.files.values().map(|r| r.size).sum(),
+            seconds: started.elapsed().as_secs_f64(),
+            incremental: true,
+            read_only: true,
+            other_files: 0,
+            skipped: Skipped::default(),
+        }
+    }
+
+    /// Brings the index up to date with the disk: parses new and changed files (size, mtime,
+    /// then content hash), drops files that are gone.
+    pub fn refresh(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<Report, IndexError> {
+        let started = Instant::now();
+        if self.read_only() {
+            return Ok(self.report_as_is(started));
+        }
+        let found = Mutex::new(Vec::new());
+        let mut skipped = workspace::walk(&self.root, &self.options.walk, &|entry| {
+            found.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+            true
+        });
+        let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+        let other_files = found
+            .iter()
+            .filter(|entry| Language::from_path(&entry.path).is_none())
+            .count();
+        let sources: Vec<_> = found
+            .into_iter()
+            .filter_map(|entry| Some((Language::from_path(&entry.path)?, entry)))
+            .collect();
+
+        // Unchanged by size and mtime: nothing to read.
+        let candidates: Vec<_> = {
+            let manifest = self.read_manifest();
+            sources
+                .iter()
+                .filter(|(_, entry)| {
+                    manifest.files.get(&entry.relative).is_none_or(|record| {
+                        record.size != entry.size || record.mtime_ns != entry.mtime_ns
+                    })
+                })
+                .collect()
+        };
+        let present: std::collections::HashSet<&str> = sources
+            .iter()
+            .map(|(_, entry)| entry.relative.as_str())
+            .collect();
+
+        let total = candidates.len();
+        let done = AtomicUsize::new(0);
+        let next = AtomicUsize::new(0);
+        let updates = Mutex::new(Vec::new());
+        let worker_skips = Mutex::new(Skipped::default());
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else {
+            return Ok(self.report_as_is(started));
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(2, usize::from)
+            .min(8);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    let mut local = Vec::new();
+                    let mut local_skips = Skipped::default();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((language, entry)) = candidates.get(i) else {
+                            break;
+                        };
+                        match std::fs::read(&entry.path) {
+                            Err(_) => {
+                                local_skips.add(SkipReason::Unreadable, &entry.relative);
+                                local.push(Update::Drop(entry.relative.clone()));
+                            }
+                            Ok(bytes) => {
+                                let hash = store::hash(&bytes);
+                                let unchanged = self
+                                    .read_manifest()
+                                    .files
+                                    .get(&entry.relative)
+                                    .is_some_and(|record| record.hash == hash);
+                                if unchanged {
+                                    local.push(Update::Touch(
+                                        entry.relative.clone(),
+                                        entry.size,
+                                        entry.mtime_ns,
+                                    ));
+                                } else {
+                                    let text = match workspace::decode(bytes) {
+                                        FileText::Binary => {
+                                            local_skips.add(SkipReason::Binary, &entry.relative);
+                                            local.push(Update::Drop(entry.relative.clone()));
+                                            None
+                                        }
+                                        FileText::Lossy(text) => {
+                                            local_skips.add(SkipReason::NotText, &entry.relative);
+                                            Some(text)
+                                        }
+                                        FileText::Text(text) => Some(text),
+                                    };
+                                    if let Some(text) = text {
+                                        let record = self.index_text(
+                                            writer,
+                                            *language,
+                                            &entry.relative,
+                                            &text,
+                                            hash,
+                                            entry.mtime_ns,
+                                        );
+                                        local.push(Update::Parsed(entry.relative.clone(), record));
+                                    }
+                                }
+                            }
+                        }
+                        let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if finished.is_multiple_of(64) || finished == total {
+                            progress(Progress {
+                                done: finished,
+                                total,
+                            });
+                        }
+                    }
+                    updates
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend(local);
+                    worker_skips
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .merge(local_skips);
+                });
+            }
+        });
+        skipped.merge(worker_skips.into_inner().unwrap_or_else(|e| e.into_inner()));
+
+        let mut removed: Vec<String> = self
+            .read_manifest()
+            .files
+            .keys()
+            .filter(|path| !present.contains(String::as_str(path)))
+            .cloned()
+            .collect();
+        let updates = updates.into_inner().unwrap_or_else(|e| e.into_inner());
+        let parsed = updates
+            .iter()
+            .filter(|u| matches!(u, Update::Parsed(..)))
+            .count();
+        let mut manifest = self.read_manifest().clone();
+        for update in updates {
+            match update {
+                Update::Parsed(path, record) => {
+                    manifest.files.insert(path, record);
+                }
+                Update::Touch(path, size, mtime_ns) => {
+                    if let Some(record) = manifest.files.get_mut(&path) {
+                        record.size = size;
+                        record.mtime_ns = mtime_ns;
+                    }
+                }
+                // Became binary or unreadable: no longer indexed.
+                Update::Drop(path) => {
+                    if manifest.files.contains_key(&path) {
+                        removed.push(path);
+                    }
+                }
+            }
+        }
+        for path in &removed {
+            writer.delete_term(Term::from_field_text(self.fields.path, path));
+            manifest.files.remove(path);
+        }
+        self.commit_locked(guard, manifest)?;
+
+        let manifest = self.read_manifest();
+        Ok(Report {
+            root: self.root.clone(),
+            index_dir: self.dir.clone(),
+            opened: self.opened.clone(),
+            files: manifest.files.len(),
+            parsed,
+            removed: removed.len(),
+            definitions: manifest
+                .files
+                .values()
+                .map(|r| r.definition_count as usize)
+                .sum(),
+            references: manifest
+                .files
+                .values()
+                .map(|r| r.reference_count as usize)
+                .sum(),
+            bytes: manifest.files.values().map(|r| r.size).sum(),
+            seconds: started.elapsed().as_secs_f64(),
+            incremental: self.opened == Opened::Existing,
+            read_only: false,
+            other_files,
+            skipped,
+        })
+    }
+
+    /// Re-indexes one file from text the editor holds (not the disk); searchable after
+    /// [`Index::commit`]. A file of no supported language is ignored.
+    pub fn update_text(&self, relative: &str, text: &str) {
+        let Some(language) = Language::from_path(Path::new(relative)) else {
+            return;
+        };
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else { return };
+        // mtime 0: the next refresh compares the disk's content hash, so an unsaved buffer's
+        // symbols give way to the file's once the editor is gone.
+        let record = self.index_text(
+            writer,
+            language,
+            relative,
+            text,
+            store::hash(text.as_bytes()),
+            0,
+        );
+        self.manifest
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .files
+            .insert(relative.to_owned(), record);
+    }
+
+    /// Drops a file from the index; effective after [`Index::commit`].
+    pub fn remove(&self, relative: &str) {
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else { return };
+        writer.delete_term(Term::from_field_text(self.fields.path, relative));
+        self.manifest
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .files
+            .remove(relative);
+    }
+
+    /// Makes pending updates searchable and durable.
+    pub fn commit(&self) -> Result<(), IndexError> {
+        let writer = self.lock_writer();
+        let manifest = self.read_manifest().clone();
+        self.commit_locked(writer, manifest)
+    }
+
+    fn commit_locked(
+        &self,
+        mut guard: std::sync::MutexGuard<'_, Option<IndexWriter>>,
+        manifest: store::Manifest,
+    ) -> Result<(), IndexError> {
+        let tantivy_err = |source| IndexError::Tantivy {
+            path: self.dir.clone(),
+            source,
+        };
+        let Some(writer) = guard.as_mut() else {
+            return Ok(());
+        };
+        writer.commit().map_err(tantivy_err)?;
+        drop(guard);
+        self.reader.reload().map_err(tantivy_err)?;
+        store::write_manifest(&self.dir, &manifest)?;
+        *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = manifest;
+        Ok(())
+    }
+
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<IndexWriter>> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read_manifest(&self) -> std::sync::RwLockReadGuard<'_, store::Manifest> {
+        self.manifest.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Extracts and adds one file's documents (after deleting its old ones).
+    fn index_text(
+        &self,
+        writer: &IndexWriter,
+        language: Language,
+        relative: &str,
+        text: &str,
+        hash: u64,
+        mtime_ns: u64,
+    ) -> FileRecord {
+        let extracted = extract(language, text).unwrap_or_default();
+        let f = self.fields;
+        writer.delete_term(Term::from_field_text(f.path, relative));
+        for definition in &extracted.definitions {
+            let mut doc = TantivyDocument::new();
+            doc.add_text(f.name, &definition.name);
+            doc.add_text(f.name_raw, &definition.name);
+            doc.add_text(f.name_lower, definition.name.to_lowercase());
+            doc.add_text(f.kind, &definition.kind);
+            doc.add_text(f.role, "def");
+            doc.add_text(f.path, relative);
+            doc.add_u64(f.line, definition.line.into());
+            doc.add_u64(f.column, definition.column.into());
+            doc.add_u64(f.start_line, definition.start_line.into());
+            doc.add_u64(f.end_line, definition.end_line.into());
+            if let Some(container) = &definition.container {
+                doc.add_text(f.container, container);
+            }
+            doc.add_text(f.signature, &definition.signature);
+            if let Some(text) = &definition.doc {
+                doc.add_text(f.doc, text);
+            }
+            // The writer only fails once it is already broken; the commit reports that.
+            let _ = writer.add_document(doc);
+        }
+        for reference in &extracted.references {
+            let mut doc = TantivyDocument::new();
+            doc.add_text(f.name_raw, &reference.name);
+            doc.add_text(f.name_lower, reference.name.to_lowercase());
+            doc.add_text(f.kind, &reference.kind);
+            doc.add_text(f.role, "ref");
+            doc.add_text(f.path, relative);
+            doc.add_u64(f.line, reference.line.into());
+            doc.add_u64(f.column, reference.column.into());
+            let _ = writer.add_document(doc);
+        }
+        FileRecord::new(text.len() as u64, mtime_ns, hash, &extracted)
+    }
+
+    /// Definitions matching `query`: exact names first, then names sharing identifier parts,
+    /// then near misses (one edit away).
+    pub fn symbols(&self, query: &str, kind: Option<&str>, limit: usize) -> Vec<SymbolHit> {
+        let f = self.fields;
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (_, word) in words(query) {
+            let lower = word.to_lowercase();
+            let term = |field, text: &str| Term::from_field_text(field, text);
+            let boosted = |q: Box<dyn Query>, boost: f32| -> (Occur, Box<dyn Query>) {
+                (Occur::Should, Box::new(BoostQuery::new(q, boost)))
+            };
+            should.push(boosted(
+                Box::new(TermQuery::new(
+                    term(f.name_raw, word),
+                    IndexRecordOption::Basic,
+                )),
+                8.0,
+            ));
+            should.push(boosted(
+                Box::new(TermQuery::new(
+                    term(f.name_lower, &lower),
+                    IndexRecordOption::Basic,
+                )),
+                4.0,
+            ));
+            for part in identifier_parts(word) {
+                should.push((
+                    Occur::Should,
+                    Box::new(TermQuery::new(
+                        term(f.name, &part),
+                        IndexRecordOption::WithFreqs,
+                    )),
+                ));
+            }
+            if lower.chars().count() >= 4 {
+                should.push(boosted(
+                    Box::new(FuzzyTermQuery::new(term(f.name_lower, &lower), 1, true)),
+                    0.5,
+                ));
+            }
+        }
+        if should.is_empty() {
+            return Vec::new();
+        }
+        let mut must: Vec<(Occur, Box<dyn Query>)> = vec![
+            (Occur::Must, Box::new(BooleanQuery::new(should))),
+            (Occur::Must, role_query(f, "def")),
+        ];
+        if let Some(kind) = kind {
+            must.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.kind, kind),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        self.search(&BooleanQuery::new(must), limit)
+    }
+
+    /// Where `name` is used (calls, implementations), by path and line.
+    pub fn references(&self, name: &str, limit: usize) -> Vec<SymbolHit> {
+        let f = self.fields;
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.name_raw, name),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ),
+            (Occur::Must, role_query(f, "ref")),
+        ]);
+        let mut hits = self.search(&query, limit.max(1) * 4);
+        hits.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+        hits.truncate(limit);
+        hits
+    }
+
+    /// The definitions of one file, in order.
+    pub fn outline(&self, relative: &str) -> Vec<SymbolHit> {
+        let f = self.fields;
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.path, relative),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ),
+            (Occur::Must, role_query(f, "def")),
+        ]);
+        let mut hits = self.search(&query, 100_000);
+        hits.sort_by_key(|hit| (hit.start_line, hit.line, hit.column));
+        hits
+    }
+
+    /// Every indexed file with the names it defines and references, for the repository map.
+    pub fn files(&self) -> BTreeMap<String, FileRecord> {
+        self.read_manifest().files.clone()
+    }
+
+    fn search(&self, query: &dyn Query, limit: usize) -> Vec<SymbolHit> {
+        let searcher = self.reader.searcher();
+        let Ok(top) = searcher.search(query, &TopDocs::with_limit(limit.max(1)).order_by_score())
+        else {
+            return Vec::new();
+        };
+        let f = self.fields;
+        top.into_iter()
+            .filter_map(|(score, address)| {
+                let doc: TantivyDocument = searcher.doc(address).ok()?;
+                let text = |field| {
+                    doc.get_first(field)
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                };
+                let number =
+                    |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+                let line = number(f.line);
+                Some(SymbolHit {
+                    name: text(f.name_raw)?,
+                    kind: text(f.kind).unwrap_or_default(),
+                    path: text(f.path)?,
+                    line,
+                    column: number(f.column),
+                    start_line: doc
+                        .get_first(f.start_line)
+                        .and_then(|v| v.as_u64())
+                        .map_or(line, |n| n as u32),
+                    end_line: doc
+                        .get_first(f.end_line)
+                        .and_then(|v| v.as_u64())
+                        .map_or(line, |n| n as u32),
+                    container: text(f.container),
+                    signature: text(f.signature).unwrap_or_default(),
+                    doc: text(f.doc),
+                    score,
+                })
+            })
+            .collect()
+    }
+}
+
+/// What `wright doctor` says of a root's index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    Missing,
+    Ready {
+        files: usize,
+        definitions: usize,
+    },
+    /// It will be rebuilt when next opened, for this reason.
+    Stale(String),
+}
+
+/// The state of `root`'s index in `cache_dir`, from its metadata alone (cheap; nothing locked).
+pub fn state(cache_dir: &Path, root: &Path) -> (PathBuf, State) {
+    let dir = store::index_dir(cache_dir, root);
+    let state = if !dir.exists() {
+        State::Missing
+    } else {
+        match store::peek(&dir, root) {
+            Ok(manifest) => State::Ready {
+                files: manifest.files.len(),
+                definitions: manifest
+                    .files
+                    .values()
+                    .map(|r| r.definition_count as usize)
+                    .sum(),
+            },
+            Err(reason) => State::Stale(reason),
+        }
+    };
+    (dir, state)
+}
+
+enum Update {
+    Parsed(String, FileRecord),
+    /// Content unchanged, only its metadata.
+    Touch(String, u64, u64),
+    /// Not indexable any more.
+    Drop(String),
+}
+
+fn role_query(f: Fields, role: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(f.role, role),
+        IndexRecordOption::Basic,
+    ))
+}
+
+#[cfg(test)]
+mod tests;

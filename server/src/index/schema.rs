@@ -1,0 +1,202 @@
+//! The tantivy schema of the symbol index, and the tokenizer that splits identifiers.
+//!
+//! One document per definition or reference. `name` is searched through identifier parts
+//! (`parseHttpRequest` → `parsehttprequest`, `parse`, `http`, `request`), `name_raw` matches
+//! exact names, `name_lower` exact names regardless of case (and fuzzy terms); `path` deletes a
+//! file's documents in one term.
+
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+/// Bumped whenever the schema, the tokenizer or what extraction stores changes: an index of
+/// another format is rebuilt, never read.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub const IDENTIFIER_TOKENIZER: &str = "wright_identifier";
+
+/// The fields, resolved once.
+#[derive(Clone, Copy, Debug)]
+pub struct Fields {
+    pub name: Field,
+    pub name_raw: Field,
+    pub name_lower: Field,
+    pub kind: Field,
+    /// `def` or `ref`.
+    pub role: Field,
+    pub path: Field,
+    pub line: Field,
+    pub column: Field,
+    pub start_line: Field,
+    pub end_line: Field,
+    pub container: Field,
+    pub signature: Field,
+    pub doc: Field,
+}
+
+pub fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let identifier = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(IDENTIFIER_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        name: builder.add_text_field("name", identifier),
+        name_raw: builder.add_text_field("name_raw", STRING | STORED),
+        name_lower: builder.add_text_field("name_lower", STRING),
+        kind: builder.add_text_field("kind", STRING | STORED),
+        role: builder.add_text_field("role", STRING | STORED),
+        path: builder.add_text_field("path", STRING | STORED),
+        line: builder.add_u64_field("line", STORED),
+        column: builder.add_u64_field("column", STORED),
+        start_line: builder.add_u64_field("start_line", STORED | INDEXED),
+        end_line: builder.add_u64_field("end_line", STORED),
+        container: builder.add_text_field("container", STORED),
+        signature: builder.add_text_field("signature", STORED),
+        doc: builder.add_text_field("doc", STORED),
+    };
+    (builder.build(), fields)
+}
+
+/// The lowercase parts of an identifier: the whole word, then its words when it has several
+/// (`HTTPServer2` → `httpserver2`, `http`, `server2`; `snake_case` → `snake_case`, `snake`,
+/// `case`).
+pub fn identifier_parts(word: &str) -> Vec<String> {
+    let mut parts = vec![word.to_lowercase()];
+    let chars: Vec<char> = word.chars().collect();
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    for (i, &ch) in chars.iter().enumerate() {
+        if ch == '_' || ch == '-' || ch == '$' {
+            if !current.is_empty() {
+                pieces.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let boundary = match prev {
+            // fooBar: lower → upper.
+            Some(p) if p.is_lowercase() && ch.is_uppercase() => true,
+            // HTTPServer: the last capital of a run starts a word when a lowercase follows.
+            Some(p)
+                if p.is_uppercase()
+                    && ch.is_uppercase()
+                    && next.is_some_and(char::is_lowercase) =>
+            {
+                true
+            }
+            // parse2d stays together, but 2D after letters? keep digits with the preceding word.
+            _ => false,
+        };
+        if boundary && !current.is_empty() {
+            pieces.push(std::mem::take(&mut current));
+        }
+        current.extend(ch.to_lowercase());
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    parts.extend(pieces);
+    parts.dedup();
+    parts
+}
+
+/// Splits text into identifier-like words and each word into its [`identifier_parts`].
+#[derive(Clone, Default)]
+pub struct IdentifierTokenizer;
+
+pub struct PartsStream {
+    tokens: Vec<Token>,
+    index: usize,
+}
+
+impl Tokenizer for IdentifierTokenizer {
+    type TokenStream<'a> = PartsStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> PartsStream {
+        let mut tokens = Vec::new();
+        for (position, (start, word)) in words(text).enumerate() {
+            for part in identifier_parts(word) {
+                tokens.push(Token {
+                    offset_from: start,
+                    offset_to: start + word.len(),
+                    position,
+                    text: part,
+                    position_length: 1,
+                });
+            }
+        }
+        PartsStream { tokens, index: 0 }
+    }
+}
+
+impl TokenStream for PartsStream {
+    fn advance(&mut self) -> bool {
+        self.index += 1;
+        self.index <= self.tokens.len()
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.index - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.index - 1]
+    }
+}
+
+/// Maximal runs of letters, digits, `_` and `$`, with their byte offsets.
+pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut rest = text;
+    let mut offset = 0;
+    std::iter::from_fn(move || {
+        let start = rest.find(is_word)?;
+        let len = rest[start..]
+            .find(|c: char| !is_word(c))
+            .unwrap_or(rest.len() - start);
+        let word = &rest[start..start + len];
+        let at = offset + start;
+        offset += start + len;
+        rest = &rest[start + len..];
+        Some((at, word))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_at_case_underscores_and_acronyms() {
+        assert_eq!(
+            identifier_parts("parseHttpRequest"),
+            ["parsehttprequest", "parse", "http", "request"]
+        );
+        assert_eq!(
+            identifier_parts("HTTPServer2"),
+            ["httpserver2", "http", "server2"]
+        );
+        assert_eq!(
+            identifier_parts("snake_case_name"),
+            ["snake_case_name", "snake", "case", "name"]
+        );
+        assert_eq!(identifier_parts("plain"), ["plain"]);
+        assert_eq!(identifier_parts("__init__"), ["__init__", "init"]);
+    }
+
+    #[test]
+    fn the_tokenizer_emits_every_part_of_every_word() {
+        let mut tokenizer = IdentifierTokenizer;
+        let mut stream = tokenizer.token_stream("fooBar, baz!");
+        let mut texts = Vec::new();
+        while stream.advance() {
+            texts.push(stream.token().text.clone());
+        }
+        assert_eq!(texts, ["foobar", "foo", "bar", "baz"]);
+        assert_eq!(words("  ...  ").count(), 0);
+    }
+}

@@ -1,0 +1,193 @@
+//! The index on disk: where it lives, its format check, and the manifest of indexed files.
+//!
+//! Layout: `<cache>/index/<hash of root>-<root name>/` holding `meta.json` (format version and
+//! root), `tantivy/` and `manifest.json` (per file: size, mtime, content hash, the names it
+//! defines and references). Anything unexpected there means the folder is rebuilt.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tantivy::Index;
+use tantivy::directory::MmapDirectory;
+
+use super::schema::{self, FORMAT_VERSION, IDENTIFIER_TOKENIZER, IdentifierTokenizer};
+use super::{Extracted, IndexError, Opened};
+
+#[derive(Serialize, Deserialize)]
+struct Meta {
+    format: u32,
+    root: PathBuf,
+}
+
+/// One indexed file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub hash: u64,
+    pub definition_count: u32,
+    pub reference_count: u32,
+    /// Distinct names defined here.
+    pub defines: Vec<String>,
+    /// Distinct names referenced here, with how often.
+    pub references: Vec<(String, u32)>,
+}
+
+impl FileRecord {
+    pub fn new(size: u64, mtime_ns: u64, hash: u64, extracted: &Extracted) -> Self {
+        let mut defines: Vec<String> = extracted
+            .definitions
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        defines.sort();
+        defines.dedup();
+        let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+        for reference in &extracted.references {
+            *counts.entry(&reference.name).or_default() += 1;
+        }
+        Self {
+            size,
+            mtime_ns,
+            hash,
+            definition_count: extracted.definitions.len() as u32,
+            reference_count: extracted.references.len() as u32,
+            defines,
+            references: counts.into_iter().map(|(n, c)| (n.to_owned(), c)).collect(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    pub files: BTreeMap<String, FileRecord>,
+}
+
+/// FNV-1a over the content: cheap, stable across runs and platforms, and only asked whether a
+/// file changed since it was last indexed.
+pub fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The folder of `root`'s index inside `cache_dir`.
+pub fn index_dir(cache_dir: &Path, root: &Path) -> PathBuf {
+    let name: String = root
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                .take(32)
+                .collect()
+        })
+        .unwrap_or_default();
+    let key = hash(root.as_os_str().as_encoded_bytes());
+    cache_dir.join("index").join(format!("{key:016x}-{name}"))
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens the index in `dir`, or creates it; an index that fails any check is removed and
+/// created anew, with the reason.
+pub fn open_or_create(dir: &Path, root: &Path) -> Result<(Index, Manifest, Opened), IndexError> {
+    let opened = if dir.exists() {
+        match open_existing(dir, root) {
+            Ok((index, manifest)) => return Ok((index, manifest, Opened::Existing)),
+            Err(reason) => {
+                tracing::warn!("rebuilding the index at {}: {reason}", dir.display());
+                std::fs::remove_dir_all(dir).map_err(io_err(dir))?;
+                Opened::Rebuilt(reason)
+            }
+        }
+    } else {
+        Opened::Created
+    };
+    let tantivy_dir = dir.join("tantivy");
+    std::fs::create_dir_all(&tantivy_dir).map_err(io_err(dir))?;
+    let directory = MmapDirectory::open(&tantivy_dir).map_err(|err| IndexError::Io {
+        path: tantivy_dir.clone(),
+        source: std::io::Error::other(err.to_string()),
+    })?;
+    let index =
+        Index::create(directory, schema::schema().0, Default::default()).map_err(|source| {
+            IndexError::Tantivy {
+                path: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    register_tokenizer(&index);
+    let meta = Meta {
+        format: FORMAT_VERSION,
+        root: root.to_path_buf(),
+    };
+    write_json(&dir.join("meta.json"), &meta)?;
+    write_manifest(dir, &Manifest::default())?;
+    Ok((index, Manifest::default(), opened))
+}
+
+fn open_existing(dir: &Path, root: &Path) -> Result<(Index, Manifest), String> {
+    let manifest = peek(dir, root)?;
+    let index = Index::open_in_dir(dir.join("tantivy")).map_err(|err| format!("tantivy: {err}"))?;
+    if index.schema() != schema::schema().0 {
+        return Err("its schema differs from this build's".to_owned());
+    }
+    register_tokenizer(&index);
+    // Opening reads only metadata; a searcher touches every segment's files.
+    let reader = index.reader().map_err(|err| format!("tantivy: {err}"))?;
+    let searcher = reader.searcher();
+    for segment in searcher.segment_readers() {
+        segment
+            .inverted_index(schema::schema().1.name)
+            .map_err(|err| format!("a segment is damaged: {err}"))?;
+    }
+    Ok((index, manifest))
+}
+
+/// The state of the index in `dir` as far as its metadata tells, without opening it.
+pub fn peek(dir: &Path, root: &Path) -> Result<Manifest, String> {
+    let meta: Meta = read_json(&dir.join("meta.json"))?;
+    if meta.format != FORMAT_VERSION {
+        return Err(format!(
+            "format {} is not this build's {FORMAT_VERSION}",
+            meta.format
+        ));
+    }
+    if meta.root != root {
+        return Err(format!("it belongs to {}", meta.root.display()));
+    }
+    read_json(&dir.join("manifest.json"))
+}
+
+fn register_tokenizer(index: &Index) {
+    index
+        .tokenizers()
+        .register(IDENTIFIER_TOKENIZER, IdentifierTokenizer);
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
+    let text = std::fs::read(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    serde_json::from_slice(&text).map_err(|err| format!("{}: {err}", path.display()))
+}
+
+pub fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
+    write_json(&dir.join("manifest.json"), manifest)
+}
+
+/// Writes through a temporary file and a rename, so a crash leaves the old file or the new.
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), IndexError> {
+    let temporary = path.with_extension("json.tmp");
+    let bytes = serde_json::to_vec(value).map_err(|err| IndexError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(err),
+    })?;
+    std::fs::write(&temporary, bytes).map_err(io_err(path))?;
+    std::fs::rename(&temporary, path).map_err(io_err(path))
+}

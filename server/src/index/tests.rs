@@ -1,0 +1,239 @@
+//! Tests of the index as a whole: cold and warm refresh, incremental updates, corruption.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+struct Fixture {
+    dir: PathBuf,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("wright-index-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        Self { dir }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.join("ws")
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        let path = self.root().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn open(&self) -> Index {
+        Index::open(
+            &self.root(),
+            Options {
+                cache_dir: self.dir.join("cache"),
+                walk: WalkOptions::default(),
+            },
+        )
+        .unwrap()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn refresh(index: &Index) -> Report {
+    index.refresh(&|_| {}).unwrap()
+}
+
+fn names(hits: &[SymbolHit]) -> Vec<&str> {
+    hits.iter().map(|hit| hit.name.as_str()).collect()
+}
+
+const LIB: &str = "pub fn parse_http_request() {}\npub struct HttpServer;\nimpl HttpServer { pub fn start(&self) { parse_http_request() } }\n";
+
+#[test]
+fn cold_then_warm_then_incremental() {
+    let fixture = Fixture::new("warm");
+    fixture.write("src/lib.rs", LIB);
+    fixture.write("app.py", "def main():\n    start()\n");
+    fixture.write("README.md", "not source");
+
+    let index = fixture.open();
+    let report = refresh(&index);
+    assert_eq!(report.opened, Opened::Created);
+    assert!(!report.incremental);
+    assert_eq!((report.files, report.parsed, report.other_files), (2, 2, 1));
+    assert_eq!(report.definitions, 4);
+    drop(index);
+
+    let index = fixture.open();
+    let report = refresh(&index);
+    assert_eq!(report.opened, Opened::Existing);
+    assert!(report.incremental);
+    assert_eq!((report.files, report.parsed), (2, 0));
+
+    // Rewritten with the same content: hashed, not parsed.
+    fixture.write("app.py", "def main():\n    start()\n");
+    assert_eq!(refresh(&index).parsed, 0);
+    fixture.write(
+        "app.py",
+        "def main():\n    start()\n\ndef helper():\n    pass\n",
+    );
+    let report = refresh(&index);
+    assert_eq!(report.parsed, 1);
+    assert_eq!(names(&index.symbols("helper", None, 5)), ["helper"]);
+
+    std::fs::remove_file(fixture.root().join("app.py")).unwrap();
+    let report = refresh(&index);
+    assert_eq!((report.files, report.removed), (1, 1));
+    assert!(index.symbols("helper", None, 5).is_empty());
+}
+
+#[test]
+fn queries_rank_exact_then_parts_then_near_misses() {
+    let fixture = Fixture::new("query");
+    fixture.write("src/lib.rs", LIB);
+    fixture.write(
+        "src/other.rs",
+        "pub fn request_count() {}\npub fn parse() {}\n",
+    );
+    let index = fixture.open();
+    refresh(&index);
+
+    let hits = index.symbols("parse_http_request", None, 10);
+    assert_eq!(hits[0].name, "parse_http_request");
+    assert_eq!(
+        (hits[0].path.as_str(), hits[0].line, hits[0].column),
+        ("src/lib.rs", 0, 7)
+    );
+    // Identifier parts: "request" finds both names that contain the word.
+    let hits = index.symbols("request", None, 10);
+    let mut parts = names(&hits);
+    parts.sort();
+    assert_eq!(parts, ["parse_http_request", "request_count"]);
+    // camelCase query against snake_case names, and a typo.
+    assert_eq!(index.symbols("httpServer", None, 1)[0].name, "HttpServer");
+    assert_eq!(names(&index.symbols("HttpServr", None, 1)), ["HttpServer"]);
+    // Kind filter and containers.
+    let methods = index.symbols("start", Some("method"), 5);
+    assert_eq!(methods[0].container.as_deref(), Some("HttpServer"));
+    assert!(index.symbols("start", Some("class"), 5).is_empty());
+    // Nothing to search for.
+    assert!(index.symbols("!!! ... ---", None, 5).is_empty());
+    // References and outlines.
+    let refs = index.references("parse_http_request", 10);
+    assert_eq!((refs[0].path.as_str(), refs[0].line), ("src/lib.rs", 2));
+    let outline: Vec<_> = index
+        .outline("src/lib.rs")
+        .into_iter()
+        .map(|h| h.name)
+        .collect();
+    assert_eq!(outline, ["parse_http_request", "HttpServer", "start"]);
+}
+
+#[test]
+fn buffer_text_updates_are_searchable_after_commit() {
+    let fixture = Fixture::new("buffer");
+    fixture.write("a.ts", "export function alpha() {}\n");
+    let index = fixture.open();
+    refresh(&index);
+    index.update_text("a.ts", "export function beta() {}\n");
+    index.commit().unwrap();
+    assert!(index.symbols("alpha", None, 5).is_empty());
+    assert_eq!(names(&index.symbols("beta", None, 5)), ["beta"]);
+    // The disk still says alpha: a refresh (the editor closed the buffer) restores it.
+    refresh(&index);
+    assert_eq!(names(&index.symbols("alpha", None, 5)), ["alpha"]);
+    index.remove("a.ts");
+    index.commit().unwrap();
+    assert!(index.symbols("alpha", None, 5).is_empty());
+}
+
+#[test]
+fn a_corrupt_or_foreign_index_is_rebuilt_not_trusted() {
+    let fixture = Fixture::new("corrupt");
+    fixture.write("m.go", "package m\nfunc Gamma() {}\n");
+    let index = fixture.open();
+    refresh(&index);
+    let dir = index.dir.clone();
+    drop(index);
+
+    std::fs::write(dir.join("meta.json"), b"{not json").unwrap();
+    let index = fixture.open();
+    assert!(
+        matches!(&index.opened, Opened::Rebuilt(reason) if reason.contains("meta.json")),
+        "{:?}",
+        index.opened
+    );
+    assert_eq!(refresh(&index).parsed, 1);
+    drop(index);
+
+    // Damage every tantivy file: the index must not be read.
+    for entry in std::fs::read_dir(dir.join("tantivy")).unwrap().flatten() {
+        std::fs::write(entry.path(), b"garbage").unwrap();
+    }
+    let index = fixture.open();
+    assert!(
+        matches!(index.opened, Opened::Rebuilt(_)),
+        "{:?}",
+        index.opened
+    );
+    refresh(&index);
+    assert_eq!(names(&index.symbols("Gamma", None, 5)), ["Gamma"]);
+}
+
+#[test]
+fn binary_unreadable_and_lossy_files_are_reported() {
+    let fixture = Fixture::new("odd");
+    fixture.write("ok.c", "int ok(void) { return 0; }\n");
+    std::fs::write(fixture.root().join("blob.c"), b"int x;\0\0\0").unwrap();
+    std::fs::write(
+        fixture.root().join("latin.py"),
+        b"def caf\xe9():\n    pass\ndef fine():\n    pass\n",
+    )
+    .unwrap();
+    let index = fixture.open();
+    let report = refresh(&index);
+    assert_eq!(report.skipped.counts.get(&SkipReason::Binary), Some(&1));
+    assert_eq!(report.skipped.counts.get(&SkipReason::NotText), Some(&1));
+    assert_eq!(report.files, 2);
+    assert_eq!(names(&index.symbols("fine", None, 5)), ["fine"]);
+}
+
+#[test]
+fn the_index_lives_in_the_cache_keyed_by_root() {
+    let a = store::index_dir(Path::new("/c"), Path::new("/w/one"));
+    let b = store::index_dir(Path::new("/c"), Path::new("/x/one"));
+    assert_ne!(a, b);
+    assert!(a.starts_with("/c/index") && a.to_string_lossy().ends_with("-one"));
+}
+
+#[test]
+fn a_second_process_reads_an_index_whose_writer_is_taken() {
+    let fixture = Fixture::new("locked");
+    fixture.write("a.rb", "def shared_name\nend\n");
+    let owner = fixture.open();
+    refresh(&owner);
+    let reader = fixture.open();
+    assert!(reader.read_only() && !owner.read_only());
+    let report = refresh(&reader);
+    assert!(report.read_only);
+    assert_eq!((report.files, report.parsed), (1, 0));
+    assert_eq!(
+        names(&reader.symbols("shared_name", None, 5)),
+        ["shared_name"]
+    );
+    // Updates through the reader are not possible, and do not fail.
+    reader.update_text("a.rb", "def other\nend\n");
+    reader.commit().unwrap();
+    assert_eq!(
+        names(&owner.symbols("shared_name", None, 5)),
+        ["shared_name"]
+    );
+    drop(owner);
+    drop(reader);
+    assert!(!fixture.open().read_only());
+}

@@ -1,0 +1,55 @@
+//! `bench`: measurements, each a ratio against a named peer run in the same invocation,
+//! recorded with the command that produced them in `docs/benchmarks.md`.
+
+use anyhow::bail;
+
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let Some(name) = args.first() else {
+        bail!("which bench? `cargo xtask bench retrieval`");
+    };
+    let command = format!("cargo xtask bench {}", args.join(" "));
+    let body = match name.as_str() {
+        "retrieval" => crate::bench_retrieval::run(&args[1..])?,
+        "edit" => crate::bench_edit::run(&args[1..])?,
+        other => bail!("no bench named {other:?}; there are `retrieval` and `edit`"),
+    };
+    println!("\n{body}");
+    record(name, &command, &body)
+}
+
+/// Replaces the section of `docs/benchmarks.md` between this bench's markers (appending it
+/// the first time), stamped with the command and the date.
+pub fn record(name: &str, command: &str, body: &str) -> anyhow::Result<()> {
+    let path = crate::project_root().join("docs/benchmarks.md");
+    let existing = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        "# Benchmarks\n\nEach section is written by the command it names; figures are ratios against a \
+         peer measured in the same run (absolute times drift on shared machines; ratios hold).\n"
+            .to_owned()
+    });
+    let (open, close) = (
+        format!("<!-- bench:{name} -->"),
+        format!("<!-- /bench:{name} -->"),
+    );
+    let date = std::process::Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d")
+        .output()?;
+    let section = format!(
+        "{open}\n## {name}\n\n`{command}` ({}, {} cores)\n\n{body}\n{close}",
+        String::from_utf8_lossy(&date.stdout).trim(),
+        std::thread::available_parallelism().map_or(1, usize::from),
+    );
+    let updated = match (existing.find(&open), existing.find(&close)) {
+        (Some(start), Some(end)) if start < end => {
+            format!(
+                "{}{section}{}",
+                &existing[..start],
+                &existing[end + close.len()..]
+            )
+        }
+        _ => format!("{}\n{section}\n", existing.trim_end()),
+    };
+    std::fs::write(&path, updated)?;
+    println!("recorded in {}", path.display());
+    Ok(())
+}
