@@ -175,7 +175,7 @@ pub fn detect(input: &str) -> Result<Format, ParseError> {
     }
     let unfenced = input
         .lines()
-        .filter(|l| !l.trim_start().starts_with("```"))
+        .filter(|l| !is_fence(l))
         .collect::<Vec<_>>()
         .join("\n");
     let start = unfenced.trim_start();
