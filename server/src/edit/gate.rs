@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
 
-use super::plan::Plan;
+use super::plan::{ActionKind, Plan, replacement};
 use crate::languages::Language;
 
 /// What the gate does with introduced errors.
@@ -67,9 +67,19 @@ pub fn introduced_errors(plan: &Plan) -> Vec<SyntaxError> {
         let (Some(after), Some(language)) = (&file.after, Language::from_path(&file.path)) else {
             continue;
         };
-        let before: HashSet<(usize, String)> = file
-            .before
-            .as_ref()
+        // What the file was: itself before, or the file it was moved from.
+        let before = file.before.as_ref().or_else(|| {
+            let from = plan.actions.iter().find(|a| {
+                a.kind == ActionKind::Move && a.to.as_deref() == Some(file.path.as_path())
+            })?;
+            plan.files
+                .iter()
+                .find(|f| f.path == from.path)?
+                .before
+                .as_ref()
+        });
+        let edit = before.map(|b| replacement(&b.text, after));
+        let known: HashSet<(usize, String)> = before
             .map(|b| {
                 errors(language, &b.text)
                     .into_iter()
@@ -78,15 +88,15 @@ pub fn introduced_errors(plan: &Plan) -> Vec<SyntaxError> {
             })
             .unwrap_or_default();
         for (offset, (row, column), message) in errors(language, after) {
-            let old_offset = match file.edits.first() {
+            // The error's offset in the text before: unchanged before the edit, shifted after it.
+            let old_offset = match &edit {
                 Some(edit) if offset < edit.range.start => Some(offset),
                 Some(edit) if offset >= edit.range.start + edit.text.len() => {
                     Some(offset - edit.text.len() + edit.range.len())
                 }
-                Some(_) => None,
-                None => Some(offset).filter(|_| file.before.is_some()),
+                _ => None,
             };
-            if old_offset.is_none_or(|o| !before.contains(&(o, message.clone()))) {
+            if old_offset.is_none_or(|o| !known.contains(&(o, message.clone()))) {
                 introduced.push(SyntaxError {
                     path: file.path.clone(),
                     line: row + 1,
@@ -143,7 +153,7 @@ fn errors(language: Language, text: &str) -> Vec<(usize, (usize, usize), String)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::edit::plan::{FilePlan, Versioned, replacement};
+    use crate::edit::plan::{Action, FilePlan, Versioned};
 
     fn plan_of(path: &str, before: &str, after: &str) -> Plan {
         Plan {
@@ -181,6 +191,28 @@ mod tests {
         assert_eq!(introduced_errors(&plan), []);
         let plan = plan_of("notes.txt", "x", "(((");
         assert_eq!(introduced_errors(&plan), []);
+    }
+
+    #[test]
+    fn a_moved_file_is_compared_with_its_source() {
+        let source = "fn broken( {}\n";
+        let mut plan = plan_of("old.rs", source, source);
+        plan.files[0].after = None;
+        plan.files[0].edits.clear();
+        plan.files.push(FilePlan {
+            path: "new.rs".into(),
+            before: None,
+            after: Some(source.into()),
+            edits: Vec::new(),
+        });
+        plan.actions.push(Action {
+            path: "old.rs".into(),
+            kind: ActionKind::Move,
+            to: Some("new.rs".into()),
+        });
+        assert_eq!(introduced_errors(&plan), []);
+        plan.actions.clear();
+        assert_eq!(introduced_errors(&plan).len(), 1);
     }
 
     #[test]
