@@ -265,10 +265,7 @@ fn collect(dir: &Path, extension: &str, out: &mut Vec<PathBuf>, depth: usize) {
 
 /// The loosest comparison wright's ladder makes: no surrounding whitespace, ASCII punctuation.
 fn loose(line: &str) -> String {
-    line.trim()
-        .chars()
-        .map(wright::edit::text::ascii_punctuation)
-        .collect()
+    wright::edit::text::ascii_text(line.trim())
 }
 
 fn occurrences(lines: &[&str], region: &[&str]) -> Vec<usize> {

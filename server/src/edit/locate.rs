@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::format::Hunk;
-use super::text::{Lines, ascii_punctuation, indentation, is_elision_marker, split_lines};
+use super::text::{Lines, ascii_chars, ascii_text, indentation, is_elision_marker, split_lines};
 
 /// A rung of the ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,7 +51,7 @@ impl Tier {
             Self::Punctuation | Self::Elision => file
                 .trim()
                 .chars()
-                .map(ascii_punctuation)
+                .flat_map(ascii_chars)
                 .eq(old.punctuation.chars()),
         }
     }
@@ -72,7 +72,7 @@ impl<'a> OldLine<'a> {
     fn new(raw: &'a str) -> Self {
         Self {
             raw,
-            punctuation: raw.trim().chars().map(ascii_punctuation).collect(),
+            punctuation: ascii_text(raw.trim()),
         }
     }
 }
@@ -424,10 +424,8 @@ fn replace(
             };
             let file = lines.get(*file);
             pairs.push((indentation(old_raw[j]), indentation(file)));
-            for (o, f) in old_raw[j].trim().chars().zip(file.trim().chars()) {
-                if o != f {
-                    punctuation.insert(o, f);
-                }
+            if m.tier >= Tier::Punctuation {
+                witness_punctuation(old_raw[j].trim(), file.trim(), &mut punctuation);
             }
         }
         let reindent = if m.tier >= Tier::Whitespace {
@@ -469,7 +467,7 @@ fn replace(
                     if m.tier >= Tier::Punctuation {
                         out = out
                             .chars()
-                            .map(|c| *punctuation.get(&c).unwrap_or(&c))
+                            .map(|c| punctuation.get(&c).cloned().unwrap_or_else(|| c.into()))
                             .collect();
                     }
                     out
@@ -527,6 +525,32 @@ fn marker_gaps(old_raw: &[&str]) -> Vec<Option<usize>> {
     }
     result.extend(std::iter::repeat_n(None, pending));
     result
+}
+
+/// Records what each typographic character of the edit's line stands for in the file's line
+/// (which it matched once normalised): `“` for `"`, `—` for `--`. Only the edit's non-ASCII
+/// characters are recorded, so an ASCII `-` is never turned into a dash.
+fn witness_punctuation(old: &str, file: &str, map: &mut HashMap<char, String>) {
+    let (old, file): (Vec<char>, Vec<char>) = (old.chars().collect(), file.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() && j < file.len() {
+        let stands_for: String = ascii_chars(old[i]).collect();
+        let width = stands_for.chars().count();
+        if old[i] == file[j] {
+            j += 1;
+        } else if file[j..].iter().take(width).copied().eq(stands_for.chars()) {
+            if !old[i].is_ascii() {
+                map.insert(old[i], stands_for);
+            }
+            j += width;
+        } else {
+            // The file has the typographic character where the edit has ASCII (`—` for `--`).
+            let file_stands_for: String = ascii_chars(file[j]).collect();
+            i += file_stands_for.chars().count() - 1;
+            j += 1;
+        }
+        i += 1;
+    }
 }
 
 /// The runs of file lines an elision match skipped, in order.
@@ -794,17 +818,21 @@ mod tests {
     fn tier_4_normalises_punctuation_and_maps_it_back_in_changed_lines() {
         let file = "say(\"it's\") -- done\nnext\n";
         let hunk = lines_hunk(
-            "say(\u{201C}it\u{2019}s\u{201D}) \u{2014}- done\n",
-            "say(\u{201C}it\u{2019}s here\u{201D}) \u{2014}- done\n",
+            "say(\u{201C}it\u{2019}s\u{201D}) \u{2014} done\n",
+            "say(\u{201C}it\u{2019}s here\u{201D}) \u{2014} done!\n",
         );
         let got = apply(file, &hunk).unwrap();
         assert_eq!(
             got,
             (
-                "say(\"it's here\") -- done\nnext\n".into(),
+                "say(\"it's here\") -- done!\nnext\n".into(),
                 Tier::Punctuation
             )
         );
+        // An ASCII `-` in the edit never becomes a dash.
+        let file = "a \u{2014} b\nx - y\n";
+        let hunk = lines_hunk("a -- b\nx - y\n", "a -- c\nx - z\n");
+        assert_eq!(apply(file, &hunk).unwrap().0, "a -- c\nx - z\n");
     }
 
     #[test]

@@ -94,8 +94,24 @@ pub fn split_lines(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The ASCII that a character of typographic punctuation stands for, as models substitute it
+/// (quotes, dashes, unusual spaces): one or two characters, since models write an em dash for
+/// `--`.
+pub fn ascii_chars(c: char) -> impl Iterator<Item = char> {
+    let (first, second) = match c {
+        '\u{2014}' => ('-', Some('-')),
+        other => (ascii_punctuation(other), None),
+    };
+    std::iter::once(first).chain(second)
+}
+
+/// A line with its typographic punctuation replaced by the ASCII it stands for.
+pub fn ascii_text(line: &str) -> String {
+    line.chars().flat_map(ascii_chars).collect()
+}
+
 /// Maps the punctuation models substitute for ASCII (typographic quotes, dashes, unusual
-/// spaces) to the ASCII character. One character maps to one, so positions stay comparable.
+/// spaces) to one ASCII character.
 pub fn ascii_punctuation(c: char) -> char {
     match c {
         '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => '\'',
@@ -189,13 +205,10 @@ mod tests {
     }
 
     #[test]
-    fn punctuation_normalises_one_character_to_one() {
+    fn punctuation_normalises_to_the_ascii_it_stands_for() {
         assert_eq!(
-            "\u{201C}a\u{201D} \u{2014} \u{2018}b\u{2019}\u{00A0}c"
-                .chars()
-                .map(ascii_punctuation)
-                .collect::<String>(),
-            "\"a\" - 'b' c"
+            ascii_text("\u{201C}a\u{201D} \u{2013} \u{2014} \u{2018}b\u{2019}\u{00A0}c"),
+            "\"a\" - -- 'b' c"
         );
     }
 }
