@@ -198,8 +198,50 @@ pub fn run() -> anyhow::Result<()> {
     if !exit.success() {
         bail!("wright did not exit cleanly");
     }
+
+    let wright = target.join("debug/wright");
+    step("wright apply: an edit whose old text occurs twice is refused, nothing written");
+    let ambiguous = "src/lib.rs\n<<<<<<< SEARCH\n        assert_eq!(add(2, 3), 5);\n=======\n        assert_eq!(add(2, 2), 4);\n>>>>>>> REPLACE\n";
+    let before = std::fs::read_to_string(&path)?;
+    // Make the old text occur twice.
+    std::fs::write(&path, before.replace("    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }", "    fn adds() {\n        assert_eq!(add(2, 3), 5);\n    }\n\n    #[test]\n    fn adds_again() {\n        assert_eq!(add(2, 3), 5);\n    }"))?;
+    let (code, out) = apply(&wright, workspace.path(), ambiguous)?;
+    note(&format!("exit {code}: {}", out.trim()));
+    step("wright apply: the same edit with one more line of context lands in exactly one place");
+    let unique = "src/lib.rs\n<<<<<<< SEARCH\n    fn adds_again() {\n        assert_eq!(add(2, 3), 5);\n=======\n    fn adds_again() {\n        assert_eq!(add(2, 2), 4);\n>>>>>>> REPLACE\n";
+    let (code, out) = apply(&wright, workspace.path(), unique)?;
+    note(&format!("exit {code}: {}", out.trim()));
+    if code != 0 || !std::fs::read_to_string(&path)?.contains("add(2, 2), 4") {
+        bail!("the unique edit was not applied");
+    }
     println!("\ndemo complete: every step answered as an editor expects.");
     Ok(())
+}
+
+/// Runs `wright apply --root ROOT` with `edit` on stdin; returns the exit code and stdout.
+fn apply(wright: &Path, root: &Path, edit: &str) -> anyhow::Result<(i32, String)> {
+    use std::io::Write as _;
+    let mut child = Command::new(wright)
+        .arg("apply")
+        .arg("--root")
+        .arg(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("running wright apply")?;
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(edit.as_bytes())?;
+    let output = child.wait_with_output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((output.status.code().unwrap_or(-1), text))
 }
 
 /// Asks `workspace/symbol` until at least `count` results come (indexing is in the background).
