@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_edit;
+mod bench_index;
 mod bench_retrieval;
 mod demo;
 mod fuzz;
@@ -19,6 +20,8 @@ tasks:
                    [--packages a,b,c]; writes docs/benchmarks.md
   bench edit       the edit engine's accuracy on real source files against two baselines
                    [--files N]; writes docs/benchmarks.md
+  bench index      the symbol index and grep against universal-ctags and ripgrep, recall
+                   against ctags [--corpus DIR]; writes docs/benchmarks.md
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 

@@ -87,14 +87,15 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
 
     // Scopes that give definitions their container: other definitions, and implementation
     // references (a Rust `impl Type` block names the type its methods belong to).
-    let mut scopes: Vec<(Range<usize>, &str)> = tags
-        .iter()
-        .filter(|tag| {
-            tag.is_definition || config.syntax_type_name(tag.syntax_type_id) == "implementation"
-        })
-        .map(|tag| (tag.range.clone(), &source[tag.name_range.clone()]))
-        .collect();
-    scopes.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+    let scopes = Scopes::new(
+        tags.iter()
+            .filter(|tag| {
+                tag.is_definition || config.syntax_type_name(tag.syntax_type_id) == "implementation"
+            })
+            .map(|tag| (tag.range.clone(), &source[tag.name_range.clone()]))
+            .collect(),
+    );
+    let lines = Lines::new(source);
 
     let mut extracted = Extracted::default();
     for tag in &tags {
@@ -107,11 +108,11 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
             .count() as u32;
         if tag.is_definition {
             extracted.definitions.push(Definition {
-                container: container_of(&scopes, &tag.range),
+                container: scopes.container_of(&tag.range),
                 line,
                 column,
-                start_line: line_of(source, tag.range.start),
-                end_line: line_of(source, tag.range.end.saturating_sub(1).max(tag.range.start)),
+                start_line: lines.line_of(tag.range.start),
+                end_line: lines.line_of(tag.range.end.saturating_sub(1).max(tag.range.start)),
                 signature: signature(&source[tag.line_range.clone()]),
                 doc: tag
                     .docs
@@ -133,20 +134,75 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
     Ok(extracted)
 }
 
-/// The innermost scope enclosing `range`, other than the tag itself.
-fn container_of(scopes: &[(Range<usize>, &str)], range: &Range<usize>) -> Option<String> {
-    scopes
-        .iter()
-        .filter(|(scope, _)| scope.start <= range.start && range.end <= scope.end && scope != range)
-        .min_by_key(|(scope, _)| scope.end - scope.start)
-        .map(|(_, name)| (*name).to_owned())
+/// The ranges of a file's scopes, with their names, sorted by start (outer first), and the
+/// innermost scope enclosing each: tags come properly nested (they are syntax nodes), so a
+/// container is found by climbing parents, not by scanning every scope (a generated file has
+/// tens of thousands).
+struct Scopes<'a> {
+    scopes: Vec<(Range<usize>, &'a str)>,
+    parents: Vec<Option<usize>>,
 }
 
-fn line_of(source: &str, byte: usize) -> u32 {
-    source.as_bytes()[..byte.min(source.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count() as u32
+impl<'a> Scopes<'a> {
+    fn new(mut scopes: Vec<(Range<usize>, &'a str)>) -> Self {
+        scopes.sort_by(|a, b| a.0.start.cmp(&b.0.start).then(b.0.end.cmp(&a.0.end)));
+        let mut parents = Vec::with_capacity(scopes.len());
+        let mut open: Vec<usize> = Vec::new();
+        for (i, (range, _)) in scopes.iter().enumerate() {
+            while open
+                .last()
+                .is_some_and(|&top| !contains(&scopes[top].0, range))
+            {
+                open.pop();
+            }
+            parents.push(open.last().copied());
+            open.push(i);
+        }
+        Self { scopes, parents }
+    }
+
+    /// The name of the innermost scope enclosing `range`, other than `range` itself.
+    fn container_of(&self, range: &Range<usize>) -> Option<String> {
+        // The last scope starting at or before `range`: it encloses `range`, or it ended
+        // before it and every enclosing scope is among its ancestors.
+        let mut at = self
+            .scopes
+            .partition_point(|(scope, _)| scope.start <= range.start)
+            .checked_sub(1);
+        while let Some(i) = at {
+            let (scope, name) = &self.scopes[i];
+            if contains(scope, range) && scope != range {
+                return Some((*name).to_owned());
+            }
+            at = self.parents[i];
+        }
+        None
+    }
+}
+
+fn contains(outer: &Range<usize>, inner: &Range<usize>) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end
+}
+
+/// Line numbers of byte offsets, from the offsets of the line breaks.
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn new(source: &str) -> Self {
+        Self(
+            source
+                .bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i)
+                .collect(),
+        )
+    }
+
+    /// Zero-based line of `byte`.
+    fn line_of(&self, byte: usize) -> u32 {
+        self.0.partition_point(|&newline| newline < byte) as u32
+    }
 }
 
 fn signature(line: &str) -> String {
@@ -339,6 +395,60 @@ extern "C" { fn abs(x: i32) -> i32; }
             go.iter().any(|(n, k, _, _)| n == "M" && k == "method"),
             "{go:?}"
         );
+    }
+
+    #[test]
+    fn rust_variants_fields_associated_types_and_trait_consts() {
+        let rust = definitions(
+            Language::Rust,
+            "enum Shape { Circle(f64), Square { side: f64 } }\nstruct P { x: i32, pub y: i32 }\ntrait T {\n    type Item;\n    const NAME: &'static str;\n}\n",
+        );
+        assert!(has(&rust, "Circle", "constant", Some("Shape")), "{rust:?}");
+        assert!(has(&rust, "Square", "constant", Some("Shape")), "{rust:?}");
+        assert!(has(&rust, "side", "field", Some("Square")), "{rust:?}");
+        assert!(has(&rust, "x", "field", Some("P")), "{rust:?}");
+        assert!(has(&rust, "y", "field", Some("P")), "{rust:?}");
+        assert!(has(&rust, "Item", "type", Some("T")), "{rust:?}");
+        assert!(has(&rust, "NAME", "constant", Some("T")), "{rust:?}");
+    }
+
+    #[test]
+    fn python_class_attributes_and_guarded_or_multiple_assignments() {
+        let python = definitions(
+            Language::Python,
+            "class A:\n    __slots__ = ()\n    limit: int = 3\nX, Y = 1, 2\n(P, Q) = 3, 4\nif True:\n    IF = 1\nelif False:\n    ELIF = 2\nelse:\n    ELSE = 3\ntry:\n    TRY = 1\nexcept ImportError:\n    EXCEPT = 2\ndef f():\n    local = 1\n",
+        );
+        assert!(
+            has(&python, "__slots__", "constant", Some("A")),
+            "{python:?}"
+        );
+        assert!(has(&python, "limit", "constant", Some("A")), "{python:?}");
+        for name in ["X", "Y", "P", "Q", "IF", "ELIF", "ELSE", "TRY", "EXCEPT"] {
+            assert!(has(&python, name, "constant", None), "{name}: {python:?}");
+        }
+        assert!(!python.iter().any(|(n, ..)| n == "local"), "{python:?}");
+    }
+
+    #[test]
+    fn c_members_globals_unions_and_typedefs() {
+        let source = "#ifndef H\n#define H\nstruct s { int a; char *b; int c[4]; void (*d)(int); };\ntypedef union u { int i; } u_t;\ntypedef void *handle;\ntypedef int (*callback)(int);\ntypedef int table[8];\ntypedef void (APIENTRYP PFNGLCULLFACEPROC) (GLenum mode);\nextern int counter;\nconst char *name = \"x\";\nint values[3];\n#endif\nint f(void) { int local = 0; return local; }\n";
+        let c = definitions(Language::C, source);
+        for member in ["a", "b", "c", "d"] {
+            assert!(has(&c, member, "field", Some("s")), "{member}: {c:?}");
+        }
+        // The typedef that declares the union encloses it.
+        assert!(has(&c, "u", "class", Some("u_t")), "{c:?}");
+        assert!(has(&c, "i", "field", Some("u")), "{c:?}");
+        for name in ["u_t", "handle", "callback", "table", "PFNGLCULLFACEPROC"] {
+            assert!(has(&c, name, "type", None), "{name}: {c:?}");
+        }
+        for name in ["counter", "name", "values"] {
+            assert!(has(&c, name, "constant", None), "{name}: {c:?}");
+        }
+        assert!(!c.iter().any(|(n, ..)| n == "local"), "{c:?}");
+        let cpp = definitions(Language::Cpp, source);
+        assert!(has(&cpp, "a", "field", Some("s")), "{cpp:?}");
+        assert!(has(&cpp, "counter", "constant", None), "{cpp:?}");
     }
 
     #[test]

@@ -5,13 +5,15 @@
 //! trees would not fit in memory); an index on disk is trusted only when its format version
 //! and schema match and it opens cleanly, and is rebuilt otherwise; the manifest of indexed
 //! files is written only after the tantivy commit it describes, so a crash between the two
-//! leaves the manifest behind the index, which the next refresh repairs, never ahead of it.
+//! leaves the manifest behind the index, which the next refresh repairs, never ahead of it; a
+//! commit of buffer updates writes only the list of files it changed (`stale.json`), whose
+//! entries the next open treats as changed, so a refresh re-reads them from the disk.
 
 mod extract;
 mod schema;
 mod store;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -124,6 +126,8 @@ pub struct Index {
     writer: Mutex<Option<IndexWriter>>,
     reader: IndexReader,
     manifest: RwLock<store::Manifest>,
+    /// Files updated or removed since the manifest was last written (guarded by the writer).
+    stale: Mutex<BTreeSet<String>>,
     options: Options,
     opened: Opened,
 }
@@ -159,6 +163,7 @@ impl Index {
             writer: Mutex::new(writer),
             reader,
             manifest: RwLock::new(manifest),
+            stale: Mutex::new(BTreeSet::new()),
             options,
             opened,
         })
@@ -417,6 +422,7 @@ impl Index {
             .unwrap_or_else(|e| e.into_inner())
             .files
             .insert(relative.to_owned(), record);
+        self.mark_stale(relative);
     }
 
     /// Drops a file from the index; effective after [`Index::commit`].
@@ -429,33 +435,55 @@ impl Index {
             .unwrap_or_else(|e| e.into_inner())
             .files
             .remove(relative);
+        self.mark_stale(relative);
+    }
+
+    fn mark_stale(&self, relative: &str) {
+        self.stale
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(relative.to_owned());
     }
 
     /// Makes pending updates searchable and durable.
     pub fn commit(&self) -> Result<(), IndexError> {
-        let writer = self.lock_writer();
-        let manifest = self.read_manifest().clone();
-        self.commit_locked(writer, manifest)
+        let mut guard = self.lock_writer();
+        let Some(writer) = guard.as_mut() else {
+            return Ok(());
+        };
+        self.commit_tantivy(writer)?;
+        // Not the whole manifest: the list of the files whose entries it lacks.
+        store::write_stale(
+            &self.dir,
+            &self.stale.lock().unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
+    /// Commits and writes `manifest`, holding the writer so that no update slips between the
+    /// manifest and the commit it describes.
     fn commit_locked(
         &self,
         mut guard: std::sync::MutexGuard<'_, Option<IndexWriter>>,
         manifest: store::Manifest,
     ) -> Result<(), IndexError> {
+        let Some(writer) = guard.as_mut() else {
+            return Ok(());
+        };
+        self.commit_tantivy(writer)?;
+        store::write_manifest(&self.dir, &manifest)?;
+        *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = manifest;
+        self.stale.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        Ok(())
+    }
+
+    /// Commits the writer's pending documents and makes them searchable.
+    fn commit_tantivy(&self, writer: &mut IndexWriter) -> Result<(), IndexError> {
         let tantivy_err = |source| IndexError::Tantivy {
             path: self.dir.clone(),
             source,
         };
-        let Some(writer) = guard.as_mut() else {
-            return Ok(());
-        };
         writer.commit().map_err(tantivy_err)?;
-        drop(guard);
-        self.reader.reload().map_err(tantivy_err)?;
-        store::write_manifest(&self.dir, &manifest)?;
-        *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = manifest;
-        Ok(())
+        self.reader.reload().map_err(tantivy_err)
     }
 
     fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<IndexWriter>> {

@@ -1,10 +1,12 @@
 //! The index on disk: where it lives, its format check, and the manifest of indexed files.
 //!
 //! Layout: `<cache>/index/<hash of root>-<root name>/` holding `meta.json` (format version and
-//! root), `tantivy/` and `manifest.json` (per file: size, mtime, content hash, the names it
-//! defines and references). Anything unexpected there means the folder is rebuilt.
+//! root), `tantivy/`, `manifest.json` (per file: size, mtime, content hash, the names it
+//! defines and references) and, after incremental commits, `stale.json` (the files those
+//! commits changed, whose manifest entries are out of date). Anything unexpected there means
+//! the folder is rebuilt.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -134,7 +136,17 @@ pub fn open_or_create(dir: &Path, root: &Path) -> Result<(Index, Manifest, Opene
 }
 
 fn open_existing(dir: &Path, root: &Path) -> Result<(Index, Manifest), String> {
-    let manifest = peek(dir, root)?;
+    let mut manifest = peek(dir, root)?;
+    let stale_file = dir.join(STALE);
+    if stale_file.exists() {
+        let stale: BTreeSet<String> = read_json(&stale_file)?;
+        for path in stale {
+            // Matches no file on disk: the refresh re-reads the file, or drops it if it is gone.
+            let record = manifest.files.entry(path).or_default();
+            record.size = u64::MAX;
+            record.hash = 0;
+        }
+    }
     let index = Index::open_in_dir(dir.join("tantivy")).map_err(|err| format!("tantivy: {err}"))?;
     if index.schema() != schema::schema().0 {
         return Err("its schema differs from this build's".to_owned());
@@ -177,8 +189,21 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
     serde_json::from_slice(&text).map_err(|err| format!("{}: {err}", path.display()))
 }
 
+const STALE: &str = "stale.json";
+
+/// Writes the whole manifest, which makes any list of stale files obsolete.
 pub fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
-    write_json(&dir.join("manifest.json"), manifest)
+    write_json(&dir.join("manifest.json"), manifest)?;
+    match std::fs::remove_file(dir.join(STALE)) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io_err(dir)(err)),
+        _ => Ok(()),
+    }
+}
+
+/// Records the files whose manifest entries are out of date: a commit of a few files writes
+/// this short list instead of the whole manifest (megabytes for a large workspace).
+pub fn write_stale(dir: &Path, stale: &BTreeSet<String>) -> Result<(), IndexError> {
+    write_json(&dir.join(STALE), stale)
 }
 
 /// Writes through a temporary file and a rename, so a crash leaves the old file or the new.

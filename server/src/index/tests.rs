@@ -153,6 +153,35 @@ fn buffer_text_updates_are_searchable_after_commit() {
 }
 
 #[test]
+fn a_buffer_commit_lists_the_file_as_stale_and_the_next_open_rereads_it() {
+    let fixture = Fixture::new("stale");
+    fixture.write("a.rs", "fn alpha() {}\n");
+    fixture.write("b.rs", "fn keep() {}\n");
+    let index = fixture.open();
+    refresh(&index);
+    let manifest = std::fs::read(index.dir.join("manifest.json")).unwrap();
+    index.update_text("a.rs", "fn beta() {}\n");
+    index.update_text("new.rs", "fn unsaved() {}\n");
+    index.commit().unwrap();
+    // The manifest is left as it was; the files it is wrong about are listed.
+    assert_eq!(
+        std::fs::read(index.dir.join("manifest.json")).unwrap(),
+        manifest
+    );
+    assert!(index.dir.join("stale.json").exists());
+    drop(index);
+
+    // Reopened (the editor gone): the disk's content wins, the never-saved file goes.
+    let index = fixture.open();
+    let report = refresh(&index);
+    assert_eq!((report.parsed, report.files), (1, 2), "{report:?}");
+    assert_eq!(names(&index.symbols("alpha", None, 5)), ["alpha"]);
+    assert!(index.symbols("beta", None, 5).is_empty());
+    assert!(index.symbols("unsaved", None, 5).is_empty());
+    assert!(!index.dir.join("stale.json").exists());
+}
+
+#[test]
 fn a_corrupt_or_foreign_index_is_rebuilt_not_trusted() {
     let fixture = Fixture::new("corrupt");
     fixture.write("m.go", "package m\nfunc Gamma() {}\n");

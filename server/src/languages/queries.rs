@@ -1,8 +1,11 @@
 //! Tags queries: each grammar's own, plus the definitions it misses.
 //!
 //! The stock queries find what editors' "go to symbol" needs most, but a symbol index must also
-//! find the declarations a reader looks for: Rust constants, statics and bodiless functions
-//! (trait methods, `extern` blocks), C macros and enumerators, and the like.
+//! find the declarations a reader looks for: Rust constants, statics, bodiless functions (trait
+//! methods, `extern` blocks), enum variants, struct fields and associated types; Python class
+//! attributes and module-level assignments under `if`/`try` or to several names; C macros,
+//! enumerators, struct members, global variables, unions and typedefs of pointers and function
+//! pointers. `cargo xtask bench index` measures what they find against universal-ctags.
 
 use super::Language;
 
@@ -10,7 +13,7 @@ use super::Language;
 pub fn tags(language: Language) -> String {
     match language {
         Language::Rust => [tree_sitter_rust::TAGS_QUERY, RUST_EXTRA].concat(),
-        Language::Python => tree_sitter_python::TAGS_QUERY.to_owned(),
+        Language::Python => [tree_sitter_python::TAGS_QUERY, PYTHON_EXTRA].concat(),
         Language::JavaScript => tree_sitter_javascript::TAGS_QUERY.to_owned(),
         // The TypeScript query alone finds only TypeScript-specific items (interfaces, type
         // aliases); JavaScript's finds functions, classes and methods, and holds for both.
@@ -21,8 +24,8 @@ pub fn tags(language: Language) -> String {
         .concat(),
         Language::Go => tree_sitter_go::TAGS_QUERY.to_owned(),
         Language::Java => tree_sitter_java::TAGS_QUERY.to_owned(),
-        Language::C => [tree_sitter_c::TAGS_QUERY, C_EXTRA].concat(),
-        Language::Cpp => [tree_sitter_cpp::TAGS_QUERY, C_EXTRA].concat(),
+        Language::C => [tree_sitter_c::TAGS_QUERY, C_EXTRA, &c_globals()].concat(),
+        Language::Cpp => [tree_sitter_cpp::TAGS_QUERY, C_EXTRA, &c_globals()].concat(),
         Language::Ruby => tree_sitter_ruby::TAGS_QUERY.to_owned(),
     }
 }
@@ -31,10 +34,73 @@ const RUST_EXTRA: &str = r#"
 (function_signature_item name: (identifier) @name) @definition.function
 (const_item name: (identifier) @name) @definition.constant
 (static_item name: (identifier) @name) @definition.constant
+(enum_variant name: (identifier) @name) @definition.constant
+(field_declaration name: (field_identifier) @name) @definition.field
+(associated_type name: (type_identifier) @name) @definition.type
+"#;
+
+/// Python: the stock query finds assignments directly at module level only.
+const PYTHON_EXTRA: &str = r#"
+(class_definition body: (block (expression_statement
+  (assignment left: (identifier) @name) @definition.constant)))
+(module (expression_statement
+  (assignment left: [(pattern_list (identifier) @name) (tuple_pattern (identifier) @name)]) @definition.constant))
+(module (if_statement consequence: (block (expression_statement
+  (assignment left: (identifier) @name) @definition.constant))))
+(module (if_statement alternative: (elif_clause consequence: (block (expression_statement
+  (assignment left: (identifier) @name) @definition.constant)))))
+(module (if_statement alternative: (else_clause body: (block (expression_statement
+  (assignment left: (identifier) @name) @definition.constant)))))
+(module (try_statement body: (block (expression_statement
+  (assignment left: (identifier) @name) @definition.constant))))
+(module (try_statement (except_clause (block (expression_statement
+  (assignment left: (identifier) @name) @definition.constant)))))
 "#;
 
 const C_EXTRA: &str = r#"
 (preproc_def name: (identifier) @name) @definition.macro
 (preproc_function_def name: (identifier) @name) @definition.macro
 (enumerator name: (identifier) @name) @definition.constant
+(union_specifier name: (type_identifier) @name body: (_)) @definition.class
+(field_declaration declarator: [
+  (field_identifier) @name
+  (pointer_declarator declarator: (field_identifier) @name)
+  (array_declarator declarator: (field_identifier) @name)
+  (function_declarator declarator: (parenthesized_declarator (pointer_declarator declarator: (field_identifier) @name)))
+]) @definition.field
+(type_definition declarator: [
+  (pointer_declarator declarator: (type_identifier) @name)
+  (array_declarator declarator: (type_identifier) @name)
+  (function_declarator declarator: (type_identifier) @name)
+  (function_declarator declarator: (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))
+  ; `typedef void (APIENTRYP PFNGLCULLFACEPROC) (GLenum)`: the macro is an error, the name not
+  (function_declarator declarator: (parenthesized_declarator (type_identifier) @name))
+]) @definition.type
 "#;
+
+/// Global variables: declarations at file level, which in a header usually means inside its
+/// include guard (a declaration inside a function body is a local, not a definition).
+fn c_globals() -> String {
+    [
+        "translation_unit",
+        "preproc_ifdef",
+        "preproc_if",
+        "preproc_else",
+        "preproc_elif",
+    ]
+    .iter()
+    .map(|parent| {
+        format!(
+            "({parent} (declaration declarator: [
+  (identifier) @name
+  (pointer_declarator declarator: (identifier) @name)
+  (array_declarator declarator: (identifier) @name)
+  (init_declarator declarator: [
+    (identifier) @name
+    (pointer_declarator declarator: (identifier) @name)
+    (array_declarator declarator: (identifier) @name)])
+]) @definition.constant)\n"
+        )
+    })
+    .collect()
+}

@@ -95,10 +95,10 @@ pub fn grep(
             .before_context(query.context)
             .after_context(query.context)
             .binary_detection(BinaryDetection::quit(0))
-            // SAFETY: memory maps are read-only views; a file truncated while mapped can raise
-            // SIGBUS, the risk ripgrep itself accepts for large files and avoids for small ones
-            // by its own heuristics, which `auto` applies.
-            .memory_map(unsafe { MmapChoice::auto() })
+            // Plain reads, as ripgrep does when it walks a tree: mapping and unmapping many
+            // small files costs more than reading them (and a file truncated while mapped
+            // could raise SIGBUS).
+            .memory_map(MmapChoice::never())
             .build()
     };
     workspace::walk(root, &walk, &|entry| {

@@ -1,0 +1,952 @@
+//! `bench index`: issue 02's measurements of the symbol index and text search, each a ratio
+//! against a peer run in the same invocation (universal-ctags, ripgrep, readtags), and recall
+//! against ctags; `bench.rs` records the section in `docs/benchmarks.md`.
+//!
+//! Runs from a release build: invoked from the debug `cargo xtask`, it builds `wright` and
+//! itself with `--release` and hands over to that build, so the in-process measurements
+//! (update latency, query latency, recall) time optimised library code.
+
+mod recall;
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use wright::index::{Index, Options};
+use wright::languages::Language;
+use wright::workspace::{GENERATED_DIRS, WalkOptions};
+
+use recall::{Recall, Tag};
+
+const USAGE: &str = "usage: cargo xtask bench index [--corpus DIR]
+
+  --corpus DIR   time over DIR instead of a copy of the cargo registry's crate sources";
+
+/// The default corpus: crate folders of the cargo registry, in name order, until this many
+/// bytes.
+const CORPUS_BYTES: u64 = 120 * 1024 * 1024;
+
+/// Patterns for `wright grep` against `rg`: literals, words, classes, alternations, a case-
+/// insensitive one.
+const GREP_PATTERNS: &[(&str, bool)] = &[
+    ("unsafe impl", false),
+    (r"fn [a-z_]+_mut\(", false),
+    (r"\bstruct [A-Z]\w*Error\b", false),
+    (r"TODO|FIXME|XXX", false),
+    (r"[0-9]{4}-[0-9]{2}-[0-9]{2}", false),
+    ("deprecated", true),
+];
+const GREP_ROUNDS: usize = 3;
+const COLD_ROUNDS: usize = 3;
+const WARM_ROUNDS: usize = 5;
+const QUERY_NAMES: usize = 2000;
+const READTAGS_NAMES: usize = 200;
+const CHANGED_FILES: usize = 30;
+
+struct Bench {
+    wright: PathBuf,
+    work: PathBuf,
+    cache: PathBuf,
+}
+
+/// One measured row of the results table.
+struct Row {
+    measure: String,
+    wright: String,
+    peer: String,
+    peer_figure: String,
+    ratio: String,
+    target: String,
+    met: Option<bool>,
+}
+
+/// The section's body, or `None` when the release build was run instead (and recorded it).
+pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
+    let mut corpus = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--corpus" => corpus = Some(PathBuf::from(rest.next().context(USAGE)?)),
+            _ => bail!("unknown argument {arg:?}\n{USAGE}"),
+        }
+    }
+    let tools = check_tools()?;
+    if cfg!(debug_assertions) {
+        return hand_over_to_release(args).map(|()| None);
+    }
+    let exe = std::env::current_exe()?;
+    let target_release = exe.parent().context("the xtask binary has a folder")?;
+    let work = target_release
+        .parent()
+        .context("target/release has a parent")?
+        .join("bench-index");
+    let bench = Bench {
+        wright: target_release.join("wright"),
+        cache: work.join("cache"),
+        work,
+    };
+    std::fs::create_dir_all(&bench.work)?;
+
+    let (corpus, corpus_note) = match corpus {
+        Some(dir) => {
+            let dir = dir
+                .canonicalize()
+                .with_context(|| format!("{}", dir.display()))?;
+            let note = format!("`{}` (given with `--corpus`)", dir.display());
+            (dir, note)
+        }
+        None => registry_corpus(&bench.work)?,
+    };
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let started = Instant::now();
+
+    progress("warming the page cache (rg over the corpus)");
+    grep_rg(&corpus, "warm the page cache", false)?;
+
+    // 1, 6: cold index against ctags over the files wright indexed, alternating.
+    let mut cold_times = Vec::new();
+    let mut ctags_times = Vec::new();
+    let mut runs = None;
+    for round in 1..=COLD_ROUNDS {
+        progress(&format!(
+            "cold `wright index`, then ctags ({round}/{COLD_ROUNDS})"
+        ));
+        let _ = std::fs::remove_dir_all(&bench.cache);
+        let cold = bench.wright_index(&corpus)?;
+        let files: Vec<String> = bench.open_index(&corpus)?.files().into_keys().collect();
+        let ctags = run_ctags(&bench.work.join("corpus.tags"), &corpus, &files)?;
+        progress(&format!(
+            "  wright: {} files, {:.1} MB, {} definitions, {} references in {:.2} s, max RSS {} MB; \
+             ctags: {} tags in {:.2} s, max RSS {} MB",
+            cold.files,
+            mb(cold.bytes),
+            cold.definitions,
+            cold.references,
+            secs(cold.wall),
+            cold.max_rss_kb / 1024,
+            ctags.tags.len(),
+            secs(ctags.wall),
+            ctags.max_rss_kb / 1024
+        ));
+        cold_times.push(cold.wall);
+        ctags_times.push(ctags.wall);
+        runs = Some((cold, ctags, files));
+    }
+    let (cold, ctags, files) = runs.context("at least one round")?;
+    let (cold_wall, ctags_wall) = (median(&mut cold_times), median(&mut ctags_times));
+    let ratio = secs(cold_wall) / secs(ctags_wall);
+    rows.push(Row {
+        measure: format!(
+            "cold index, {} files ({:.0} MB), median of {COLD_ROUNDS}",
+            cold.files,
+            mb(cold.bytes)
+        ),
+        wright: format!("{:.2} s", secs(cold_wall)),
+        peer: "`ctags -L` (same files)".into(),
+        peer_figure: format!("{:.2} s", secs(ctags_wall)),
+        ratio: format!("{ratio:.2}×"),
+        target: "≤ 3× ctags".into(),
+        met: Some(ratio <= 3.0),
+    });
+    let index_bytes = dir_size(&index_dir(&bench.cache, &corpus))?;
+    let tags_bytes = std::fs::metadata(bench.work.join("corpus.tags"))?.len();
+    rows.push(Row {
+        measure: "index size on disk".into(),
+        wright: format!("{:.1} MB", mb(index_bytes)),
+        peer: "ctags tags file".into(),
+        peer_figure: format!("{:.1} MB", mb(tags_bytes)),
+        ratio: format!("{:.2}×", index_bytes as f64 / tags_bytes as f64),
+        target: "report".into(),
+        met: None,
+    });
+    rows.push(Row {
+        measure: "peak memory (max RSS), cold index".into(),
+        wright: format!("{} MB", cold.max_rss_kb / 1024),
+        peer: "ctags".into(),
+        peer_figure: format!("{} MB", ctags.max_rss_kb / 1024),
+        ratio: format!(
+            "{:.2}×",
+            cold.max_rss_kb as f64 / ctags.max_rss_kb.max(1) as f64
+        ),
+        target: "report".into(),
+        met: None,
+    });
+    notes.push(format!(
+        "Cold index: {} definitions and {} references from {} source files ({:.1} MB); ctags \
+         found {} tags in the same files (its file list is the index's, so both read exactly \
+         the same files). Both timed with the files in the page cache (an `rg` pass first); \
+         wright parses on every core (at most 8), ctags on one. A changed file is timed \
+         in-process on the index just built, from `Index::update_text` to the first \
+         `Index::symbols` that returns the function added to it.",
+        cold.definitions,
+        cold.references,
+        cold.files,
+        mb(cold.bytes),
+        ctags.tags.len()
+    ));
+
+    // 2: warm start, against walking the same tree with the same rules.
+    progress("warm `wright index` (nothing changed)");
+    let mut warm = Vec::new();
+    let mut walk = Vec::new();
+    for _ in 0..WARM_ROUNDS {
+        warm.push(bench.wright_index(&corpus)?.wall);
+        walk.push(rg_files(&corpus)?);
+    }
+    let warm = median(&mut warm);
+    let walk = median(&mut walk);
+    let per_10k = secs(warm) * 10_000.0 / cold.files.max(1) as f64;
+    rows.push(Row {
+        measure: format!("warm start, {} files (median of {WARM_ROUNDS})", cold.files),
+        wright: format!("{:.3} s ({per_10k:.3} s per 10k files)", secs(warm)),
+        peer: "`rg --files` (same walk rules)".into(),
+        peer_figure: format!("{:.3} s", secs(walk)),
+        ratio: format!("{:.2}×", secs(warm) / secs(walk)),
+        target: "< 1 s per 10k files".into(),
+        met: Some(per_10k < 1.0),
+    });
+
+    // 3, 4: in-process, on the index just built.
+    let index = bench.open_index(&corpus)?;
+    progress("one changed file until searchable (in-process)");
+    let (update, parse) = changed_file_latency(&index, &corpus, &files)?;
+    rows.push(Row {
+        measure: format!(
+            "changed file searchable (`update_text` + `commit` + `symbols`), median / max of {CHANGED_FILES} files"
+        ),
+        wright: format!("{:.1} / {:.1} ms", ms(update.0), ms(update.1)),
+        peer: "tree-sitter parse of the same file alone (`index::extract`)".into(),
+        peer_figure: format!("{:.1} / {:.1} ms", ms(parse.0), ms(parse.1)),
+        ratio: format!("{:.2}×", secs(update.0) / secs(parse.0)),
+        target: "< 50 ms (median)".into(),
+        met: Some(ms(update.0) < 50.0),
+    });
+    progress("symbol queries");
+    let names = sample_names(&ctags.tags, QUERY_NAMES);
+    let (p50, p99, found) = query_latency(&index, &names);
+    let (r50, r99) = readtags_latency(&bench.work.join("corpus.tags"), &names)?;
+    rows.push(Row {
+        measure: format!(
+            "symbol query p50 / p99 ({} names from the corpus; {found} found with the right name)",
+            names.len()
+        ),
+        wright: format!("{:.2} / {:.2} ms", ms(p50), ms(p99)),
+        peer: format!(
+            "`readtags -t tags NAME` ({READTAGS_NAMES} of the names, a process each, binary search of the sorted tags file)"
+        ),
+        peer_figure: format!("{:.2} / {:.2} ms", ms(r50), ms(r99)),
+        ratio: format!("{:.2}×", secs(p99) / secs(r99)),
+        target: "p99 < 5 ms".into(),
+        met: Some(ms(p99) < 5.0),
+    });
+    drop(index);
+
+    // 5: grep against ripgrep.
+    progress("`wright grep` against `rg`");
+    let (grep_rows, grep_ratio) = grep_comparison(&bench, &corpus)?;
+    rows.push(Row {
+        measure: format!(
+            "grep, {} patterns (sum of per-pattern medians of {GREP_ROUNDS})",
+            GREP_PATTERNS.len()
+        ),
+        wright: format!(
+            "{:.3} s",
+            grep_rows.iter().map(|g| secs(g.wright)).sum::<f64>()
+        ),
+        peer: "`rg --max-filesize 1M` (same ignore rules)".into(),
+        peer_figure: format!("{:.3} s", grep_rows.iter().map(|g| secs(g.rg)).sum::<f64>()),
+        ratio: format!("{grep_ratio:.2}×"),
+        target: "≤ 1.3× rg".into(),
+        met: Some(grep_ratio <= 1.3),
+    });
+
+    // 7: recall against ctags, per language.
+    let mut recalls = Vec::new();
+    let rust_tags: Vec<Tag> = ctags
+        .tags
+        .into_iter()
+        .filter(|t| t.language == "Rust")
+        .collect();
+    progress("recall: Rust (the corpus above)");
+    recalls.push(recall::measure(
+        &bench.open_index(&corpus)?,
+        "Rust",
+        &corpus_note,
+        &rust_tags,
+    ));
+    for (language, root) in recall_corpora()? {
+        progress(&format!("recall: {language} ({})", root.display()));
+        let stats = bench.wright_index(&root)?;
+        let index = bench.open_index(&root)?;
+        let files: Vec<String> = index
+            .files()
+            .into_keys()
+            .filter(|f| recall::in_recall_set(language, f))
+            .collect();
+        let name = root
+            .file_name()
+            .map_or("corpus".into(), |n| n.to_string_lossy().into_owned());
+        let ctags = run_ctags(&bench.work.join(format!("{name}.tags")), &root, &files)?;
+        let tags: Vec<Tag> = ctags
+            .tags
+            .into_iter()
+            .filter(|t| t.language == language)
+            .collect();
+        recalls.push(recall::measure(
+            &index,
+            language,
+            &format!("`{}`, {} files", root.display(), files.len()),
+            &tags,
+        ));
+        progress(&format!(
+            "  indexed {} files in {:.1} s",
+            stats.files,
+            secs(stats.wall)
+        ));
+    }
+    for recall in &recalls {
+        progress(&format!(
+            "  {}: {:.2}% of {} ctags definitions",
+            recall.language,
+            recall.percent(),
+            recall.total
+        ));
+    }
+
+    let report = render(
+        &tools,
+        &corpus_note,
+        &rows,
+        &grep_rows,
+        &recalls,
+        &notes,
+        started.elapsed(),
+    );
+    progress(&format!("done in {:.0} s", started.elapsed().as_secs_f64()));
+    Ok(Some(report))
+}
+
+fn progress(message: &str) {
+    eprintln!("bench index: {message}");
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn median(values: &mut [Duration]) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// The peers' versions, or what to install.
+fn check_tools() -> anyhow::Result<String> {
+    let version = |program: &str, arg: &str| {
+        Command::new(program)
+            .arg(arg)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+    };
+    let ctags = version("ctags", "--version").filter(|v| v.contains("Universal Ctags"));
+    let rg = version("rg", "--version");
+    let readtags = version("readtags", "--help");
+    let time = Path::new("/usr/bin/time").exists();
+    let mut missing = Vec::new();
+    if ctags.is_none() || readtags.is_none() {
+        missing.push("universal-ctags");
+    }
+    if rg.is_none() {
+        missing.push("ripgrep");
+    }
+    if !time {
+        missing.push("time");
+    }
+    if !missing.is_empty() {
+        bail!(
+            "the benchmark's peers are missing; install them with\n  apt-get update && apt-get install -y {}",
+            missing.join(" ")
+        );
+    }
+    Ok(format!(
+        "{}; {}",
+        ctags.unwrap_or_default(),
+        rg.unwrap_or_default()
+    ))
+}
+
+/// Builds `wright` and this task in release mode and runs the release build of the task.
+fn hand_over_to_release(args: &[String]) -> anyhow::Result<()> {
+    progress("building wright and xtask in release mode");
+    let root = crate::project_root();
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-p", "wright", "-p", "xtask"])
+        .current_dir(&root)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo build --release failed");
+    }
+    let exe = std::env::current_exe()?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("the xtask binary lives in target/debug")?;
+    let status = Command::new(target.join("release/xtask"))
+        .args(["bench", "index"])
+        .args(args)
+        .status()
+        .context("running the release build of xtask")?;
+    if !status.success() {
+        bail!("the benchmark failed");
+    }
+    Ok(())
+}
+
+/// Copies crate folders of the cargo registry, in name order, until [`CORPUS_BYTES`].
+fn registry_corpus(work: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+        .context("neither CARGO_HOME nor HOME is set")?;
+    let registry = cargo_home.join("registry/src");
+    let mut crates = Vec::new();
+    for source in std::fs::read_dir(&registry)
+        .with_context(|| format!("reading {}; pass --corpus DIR", registry.display()))?
+    {
+        for krate in std::fs::read_dir(source?.path())? {
+            let krate = krate?;
+            if krate.file_type()?.is_dir() {
+                crates.push(krate.path());
+            }
+        }
+    }
+    crates.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    let mut chosen = Vec::new();
+    let mut bytes = 0;
+    for krate in crates {
+        if bytes >= CORPUS_BYTES {
+            break;
+        }
+        bytes += dir_size(&krate)?;
+        chosen.push(krate);
+    }
+    if bytes < CORPUS_BYTES {
+        bail!(
+            "the cargo registry holds only {:.0} MB of sources; pass --corpus DIR",
+            mb(bytes)
+        );
+    }
+    let corpus = work.join("corpus");
+    let stamp = work.join("corpus.crates");
+    let list: String = chosen
+        .iter()
+        .map(|c| format!("{}\n", c.display()))
+        .collect();
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(&list) {
+        progress(&format!(
+            "copying {} crate folders ({:.0} MB) to {}",
+            chosen.len(),
+            mb(bytes),
+            corpus.display()
+        ));
+        let _ = std::fs::remove_dir_all(&corpus);
+        for krate in &chosen {
+            copy_dir(krate, &corpus.join(krate.file_name().unwrap_or_default()))?;
+        }
+        std::fs::write(&stamp, &list)?;
+    }
+    let first = chosen
+        .first()
+        .and_then(|c| c.file_name())
+        .unwrap_or_default();
+    let last = chosen
+        .last()
+        .and_then(|c| c.file_name())
+        .unwrap_or_default();
+    let note = format!(
+        "the first {} crate folders by name of `{}` (`{}` … `{}`, {:.0} MB), copied to `{}`",
+        chosen.len(),
+        registry.display(),
+        first.display(),
+        last.display(),
+        mb(bytes),
+        corpus.display()
+    );
+    Ok((corpus, note))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+fn dir_size(dir: &Path) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            total += dir_size(&entry.path())?;
+        } else if kind.is_file() {
+            total += entry.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
+
+/// The recall corpora besides the Rust one: C headers and Python's standard library.
+fn recall_corpora() -> anyhow::Result<Vec<(&'static str, PathBuf)>> {
+    let stdlib = Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig;print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .context("python3 finds the standard library (install python3)")?;
+    let stdlib = PathBuf::from(String::from_utf8_lossy(&stdlib.stdout).trim());
+    let mut corpora = Vec::new();
+    for (language, dir) in [("C", PathBuf::from("/usr/include")), ("Python", stdlib)] {
+        if !dir.is_dir() {
+            bail!(
+                "{} is missing (install libc6-dev and python3)",
+                dir.display()
+            );
+        }
+        corpora.push((language, dir));
+    }
+    Ok(corpora)
+}
+
+/// What a `wright index` run reported, with its wall time and peak memory.
+struct IndexRun {
+    files: u64,
+    bytes: u64,
+    definitions: u64,
+    references: u64,
+    wall: Duration,
+    max_rss_kb: u64,
+}
+
+impl Bench {
+    fn wright(&self) -> Command {
+        let mut command = Command::new("/usr/bin/time");
+        command
+            .arg("-v")
+            .arg(&self.wright)
+            .env("XDG_CACHE_HOME", &self.cache)
+            // No user configuration: the defaults are what is measured.
+            .env("XDG_CONFIG_HOME", self.work.join("no-config"))
+            .env_remove("WRIGHT_LOG");
+        command
+    }
+
+    fn wright_index(&self, root: &Path) -> anyhow::Result<IndexRun> {
+        let (wall, output) = timed(self.wright().args(["index", "--json", "--root"]).arg(root))?;
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .with_context(|| format!("wright index printed {:?}", output.stdout))?;
+        let number = |key: &str| report[key].as_u64().unwrap_or(0);
+        Ok(IndexRun {
+            files: number("files"),
+            bytes: number("bytes"),
+            definitions: number("symbols"),
+            references: number("references"),
+            wall,
+            max_rss_kb: max_rss_kb(&output.stderr),
+        })
+    }
+
+    fn open_index(&self, root: &Path) -> anyhow::Result<Index> {
+        Ok(Index::open(
+            root,
+            Options {
+                cache_dir: self.cache.join("wright"),
+                walk: WalkOptions::default(),
+            },
+        )?)
+    }
+}
+
+/// The folder `wright` keeps the index of `root` in, found as the one folder of the cache
+/// whose name ends with the root's name and whose `meta.json` names the root.
+fn index_dir(cache: &Path, root: &Path) -> PathBuf {
+    let wanted = root.to_string_lossy().into_owned();
+    std::fs::read_dir(cache.join("wright/index"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("meta.json")).is_ok_and(|meta| {
+                meta.contains(&serde_json::to_string(&wanted).unwrap_or_default())
+            })
+        })
+        .unwrap_or_else(|| cache.join("wright/index"))
+}
+
+fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::process::Output)> {
+    let started = Instant::now();
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {command:?}"))?;
+    let wall = started.elapsed();
+    if !output.status.success() {
+        bail!(
+            "{command:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok((wall, output))
+}
+
+fn max_rss_kb(time_stderr: &[u8]) -> u64 {
+    String::from_utf8_lossy(time_stderr)
+        .lines()
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix("Maximum resident set size (kbytes):")
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// ctags's output over `files` (relative to `root`), and how long it took.
+struct CtagsRun {
+    tags: Vec<Tag>,
+    wall: Duration,
+    max_rss_kb: u64,
+}
+
+fn run_ctags(out: &Path, root: &Path, files: &[String]) -> anyhow::Result<CtagsRun> {
+    let list = out.with_extension("files");
+    std::fs::write(
+        &list,
+        files.iter().map(|f| format!("{f}\n")).collect::<String>(),
+    )?;
+    let (wall, output) = timed(
+        Command::new("/usr/bin/time")
+            .arg("-v")
+            .arg("ctags")
+            .args(recall::CTAGS_OPTIONS)
+            .arg("-f")
+            .arg(out)
+            .arg("-L")
+            .arg(&list)
+            .current_dir(root),
+    )?;
+    let text = std::fs::read(out)?;
+    Ok(CtagsRun {
+        tags: recall::parse_tags(&String::from_utf8_lossy(&text)),
+        wall,
+        max_rss_kb: max_rss_kb(&output.stderr),
+    })
+}
+
+/// `rg`'s arguments for the walk wright does: hidden files included, ignore files respected
+/// outside git repositories too, generated folders pruned, files over 1 MiB skipped.
+fn rg_command(root: &Path) -> Command {
+    let mut command = Command::new("rg");
+    command
+        .args([
+            "--no-config",
+            "--hidden",
+            "--no-require-git",
+            "--max-filesize",
+            "1M",
+        ])
+        .args(
+            GENERATED_DIRS
+                .iter()
+                .flat_map(|d| ["-g".to_owned(), format!("!{d}/")]),
+        )
+        .current_dir(root);
+    command
+}
+
+fn rg_files(root: &Path) -> anyhow::Result<Duration> {
+    Ok(timed(rg_command(root).arg("--files"))?.0)
+}
+
+/// Runs `rg` over `root` and returns the number of matching lines and the time.
+fn grep_rg(
+    root: &Path,
+    pattern: &str,
+    case_insensitive: bool,
+) -> anyhow::Result<(usize, Duration)> {
+    let mut command = rg_command(root);
+    command.args(["--no-heading", "--line-number", "--color", "never"]);
+    if case_insensitive {
+        command.arg("-i");
+    }
+    command.arg("-e").arg(pattern);
+    count_lines(&mut command, &[0, 1])
+}
+
+/// Runs `command`, counting its output lines as they stream in (stdout a pipe, as in a
+/// terminal pipeline: ripgrep stops at the first match when it writes to /dev/null).
+fn count_lines(command: &mut Command, ok: &[i32]) -> anyhow::Result<(usize, Duration)> {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("running {command:?}"))?;
+    let mut stdout = child.stdout.take().context("stdout is piped")?;
+    let mut lines = 0;
+    let mut buffer = vec![0; 1 << 16];
+    loop {
+        let n = stdout.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        lines += buffer[..n].iter().filter(|&&b| b == b'\n').count();
+    }
+    let status = child.wait()?;
+    let wall = started.elapsed();
+    if !status.code().is_some_and(|c| ok.contains(&c)) {
+        bail!("{command:?} failed: {status}");
+    }
+    Ok((lines, wall))
+}
+
+struct GrepRow {
+    pattern: String,
+    wright: Duration,
+    rg: Duration,
+    wright_lines: usize,
+    rg_lines: usize,
+}
+
+fn grep_comparison(bench: &Bench, root: &Path) -> anyhow::Result<(Vec<GrepRow>, f64)> {
+    let mut rows = Vec::new();
+    for &(pattern, insensitive) in GREP_PATTERNS {
+        let mut wright_times = Vec::new();
+        let mut rg_times = Vec::new();
+        let (mut wright_lines, mut rg_lines) = (0, 0);
+        for _ in 0..GREP_ROUNDS {
+            let mut command = Command::new(&bench.wright);
+            command
+                .args(["grep", "--limit", "1000000000", "--root"])
+                .arg(root)
+                .env("XDG_CACHE_HOME", &bench.cache)
+                .env("XDG_CONFIG_HOME", bench.work.join("no-config"));
+            if insensitive {
+                command.arg("-i");
+            }
+            command.arg("--").arg(pattern);
+            let (lines, wall) = count_lines(&mut command, &[0])?;
+            wright_lines = lines;
+            wright_times.push(wall);
+            let (lines, wall) = grep_rg(root, pattern, insensitive)?;
+            rg_lines = lines;
+            rg_times.push(wall);
+        }
+        let row = GrepRow {
+            pattern: format!("{}{pattern}", if insensitive { "-i " } else { "" }),
+            wright: median(&mut wright_times),
+            rg: median(&mut rg_times),
+            wright_lines,
+            rg_lines,
+        };
+        progress(&format!(
+            "  {:?}: wright {:.3} s ({} lines), rg {:.3} s ({} lines)",
+            row.pattern,
+            secs(row.wright),
+            row.wright_lines,
+            secs(row.rg),
+            row.rg_lines
+        ));
+        rows.push(row);
+    }
+    let wright: f64 = rows.iter().map(|r| secs(r.wright)).sum();
+    let rg: f64 = rows.iter().map(|r| secs(r.rg)).sum();
+    Ok((rows, wright / rg))
+}
+
+/// For files spread over the corpus: adds a new function to the text, and times
+/// `update_text` + `commit` + `symbols` until the function is found. Returns (median, max) of
+/// that and of parsing the same text alone.
+fn changed_file_latency(
+    index: &Index,
+    root: &Path,
+    files: &[String],
+) -> anyhow::Result<((Duration, Duration), (Duration, Duration))> {
+    let rust: Vec<&String> = files.iter().filter(|f| f.ends_with(".rs")).collect();
+    if rust.is_empty() {
+        bail!("the corpus has no Rust file to change");
+    }
+    let step = (rust.len() / CHANGED_FILES).max(1);
+    let mut updates = Vec::new();
+    let mut parses = Vec::new();
+    for (i, relative) in rust.iter().step_by(step).take(CHANGED_FILES).enumerate() {
+        let original = std::fs::read_to_string(root.join(relative.as_str())).unwrap_or_default();
+        let name = format!("wright_bench_probe_{i}");
+        let changed = format!("{original}\nfn {name}() {{}}\n");
+        let started = Instant::now();
+        let _ = wright::index::extract(Language::Rust, &changed);
+        parses.push(started.elapsed());
+
+        let started = Instant::now();
+        index.update_text(relative, &changed);
+        index.commit()?;
+        if !index
+            .symbols(&name, None, 1)
+            .first()
+            .is_some_and(|hit| hit.name == name && hit.path == **relative)
+        {
+            bail!("{name} added to {relative} is not searchable after commit");
+        }
+        updates.push(started.elapsed());
+        index.update_text(relative, &original);
+        index.commit()?;
+    }
+    let max = |v: &[Duration]| v.iter().copied().max().unwrap_or_default();
+    let (update_max, parse_max) = (max(&updates), max(&parses));
+    Ok((
+        (median(&mut updates), update_max),
+        (median(&mut parses), parse_max),
+    ))
+}
+
+/// `count` distinct definition names spread evenly over ctags's sorted names.
+fn sample_names(tags: &[Tag], count: usize) -> Vec<String> {
+    let mut names: Vec<&str> = tags
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let step = (names.len() / count).max(1);
+    names
+        .into_iter()
+        .step_by(step)
+        .take(count)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// p50, p99 of `wright symbols`'s query (limit 20, as the command line) over `names`, after a
+/// first pass that warms the caches; and how many had a hit of that exact name.
+fn query_latency(index: &Index, names: &[String]) -> (Duration, Duration, usize) {
+    for name in names {
+        let _ = index.symbols(name, None, 20);
+    }
+    let mut times = Vec::with_capacity(names.len());
+    let mut found = 0;
+    for name in names {
+        let started = Instant::now();
+        let hits = index.symbols(name, None, 20);
+        times.push(started.elapsed());
+        found += usize::from(hits.iter().any(|h| &h.name == name));
+    }
+    times.sort();
+    (percentile(&times, 0.5), percentile(&times, 0.99), found)
+}
+
+fn readtags_latency(tags: &Path, names: &[String]) -> anyhow::Result<(Duration, Duration)> {
+    let step = (names.len() / READTAGS_NAMES).max(1);
+    let mut times = Vec::new();
+    for name in names.iter().step_by(step) {
+        let mut command = Command::new("readtags");
+        command.arg("-t").arg(tags).arg("-e").arg("--").arg(name);
+        times.push(count_lines(&mut command, &[0, 1])?.1);
+    }
+    times.sort();
+    Ok((percentile(&times, 0.5), percentile(&times, 0.99)))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render(
+    tools: &str,
+    corpus: &str,
+    rows: &[Row],
+    grep: &[GrepRow],
+    recalls: &[Recall],
+    notes: &[String],
+    elapsed: Duration,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Release build, {:.0} s in all. Peers: {tools}. Corpus: {corpus}.\n",
+        elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "| measure | wright | peer | peer's figure | ratio | target | met |\n|---|---|---|---|---|---|---|"
+    );
+    for row in rows {
+        let met = match row.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "—",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {met} |",
+            row.measure, row.wright, row.peer, row.peer_figure, row.ratio, row.target
+        );
+    }
+    let _ = writeln!(out);
+    for note in notes {
+        let _ = writeln!(out, "{note}\n");
+    }
+    let _ = writeln!(
+        out,
+        "### Grep patterns\n\nEach tool's output is read through a pipe and its lines \
+         counted (the counts must agree: same files, same matches).\n\n| pattern | wright | rg | \
+         ratio | matching lines (wright / rg) |\n|---|---|---|---|---|"
+    );
+    for row in grep {
+        let _ = writeln!(
+            out,
+            "| `{}` | {:.3} s | {:.3} s | {:.2}× | {} / {} |",
+            row.pattern.replace('|', "\\|"),
+            secs(row.wright),
+            secs(row.rg),
+            secs(row.wright) / secs(row.rg),
+            row.wright_lines,
+            row.rg_lines
+        );
+    }
+    let _ = writeln!(out);
+    recall::render(&mut out, recalls);
+    out
+}

@@ -1,0 +1,243 @@
+//! Recall of the symbol index against universal-ctags: every definition ctags finds, of the
+//! kinds that correspond to what wright indexes, must be in the index at the same place (same
+//! file, same line, same name).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+use wright::index::Index;
+
+/// ctags's options for every run: no user options, line numbers as addresses, long kind names
+/// and the language, unsorted, C prototypes included (a header is mostly prototypes), `.h`
+/// read as C (as wright reads it).
+pub const CTAGS_OPTIONS: &[&str] = &[
+    "--options=NONE",
+    "--excmd=number",
+    "--fields=-k+Kl",
+    "--sort=no",
+    "--kinds-C=+p",
+    "--langmap=C:+.h",
+];
+
+/// ctags's definition kinds measured, per language. Left out: Rust `implementation` (an
+/// `impl` block defines no name; wright records it as a reference to its type), Python
+/// `namespace`/`module`/`unknown` (imports), C `header` (`#include`).
+const MEASURED_KINDS: &[(&str, &[&str])] = &[
+    (
+        "Rust",
+        &[
+            "function",
+            "method",
+            "struct",
+            "enum",
+            "typedef",
+            "interface",
+            "module",
+            "macro",
+            "variable",
+            "enumerator",
+            "field",
+        ],
+    ),
+    ("Python", &["class", "function", "member", "variable"]),
+    (
+        "C",
+        &[
+            "function",
+            "prototype",
+            "struct",
+            "union",
+            "enum",
+            "typedef",
+            "macro",
+            "enumerator",
+            "variable",
+            "member",
+        ],
+    ),
+];
+
+/// The documented mapping, for the report: ctags kind → wright kind.
+const KIND_MAPPING: &str = "Rust: function → `function`, method → `method` (or `function` \
+    inside a trait), struct/enum → `class`, typedef → `class` (a type alias) or `type` (an \
+    associated type), interface (trait) → `interface`, module → `module`, macro → `macro`, variable (`const`/`static`) → `constant`, \
+    enumerator (enum variant) → `constant`, field → `field`. Python: class → `class`, function \
+    and member (method) → `function`, variable (module and class level) → `constant`. C: \
+    function and prototype → `function`, struct/union → `class`, enum/typedef → `type`, macro → \
+    `macro`, enumerator → `constant`, variable → `constant`, member → `field`. Not measured: \
+    Rust `implementation` (an `impl` block defines no name; wright records it as a reference), \
+    Python imports (`namespace`, `module`, `unknown`), C `header`, and names ctags makes up \
+    for anonymous types (`__anon…`).";
+
+const TARGET_PERCENT: f64 = 99.0;
+const EXAMPLES: usize = 4;
+
+/// One ctags tag.
+#[derive(Clone, Debug)]
+pub struct Tag {
+    pub name: String,
+    pub file: String,
+    /// One-based.
+    pub line: u32,
+    pub kind: String,
+    pub language: String,
+}
+
+/// Parses ctags's output written with [`CTAGS_OPTIONS`].
+pub fn parse_tags(text: &str) -> Vec<Tag> {
+    text.lines()
+        .filter(|line| !line.starts_with("!_"))
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let name = fields.next()?;
+            let file = fields.next()?;
+            let line_number = fields.next()?.strip_suffix(";\"")?.parse().ok()?;
+            let mut kind = "";
+            let mut language = "";
+            for field in fields {
+                match field.split_once(':') {
+                    Some(("language", value)) => language = value,
+                    None => kind = field,
+                    Some(_) => {}
+                }
+            }
+            Some(Tag {
+                name: name.to_owned(),
+                file: file.trim_start_matches("./").to_owned(),
+                line: line_number,
+                kind: kind.to_owned(),
+                language: language.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Folders of `/usr/include` that hold C++ headers with a `.h` name (wright reads them as C,
+/// as does ctags told that `.h` is C; neither can judge C++ that way).
+const CPP_HEADER_FOLDERS: &[&str] = &["c++", "llvm-14", "node", "unicode"];
+
+/// Whether a file the index holds takes part in `language`'s recall: C leaves out the C++
+/// header folders, Python the third-party packages installed inside the standard library's
+/// folder.
+pub fn in_recall_set(language: &str, file: &str) -> bool {
+    let top = file.split('/').next().unwrap_or_default();
+    match language {
+        "C" => (file.ends_with(".h") || file.ends_with(".c")) && !CPP_HEADER_FOLDERS.contains(&top),
+        "Python" => file.ends_with(".py") && top != "site-packages",
+        _ => file.ends_with(".rs"),
+    }
+}
+
+/// Per-kind counts: how many ctags found, how many wright missed, and a few misses.
+#[derive(Default)]
+pub struct KindRecall {
+    pub total: usize,
+    pub missed: usize,
+    pub examples: Vec<String>,
+}
+
+pub struct Recall {
+    pub language: String,
+    pub corpus: String,
+    pub total: usize,
+    pub found: usize,
+    pub kinds: BTreeMap<String, KindRecall>,
+}
+
+impl Recall {
+    pub fn percent(&self) -> f64 {
+        100.0 * self.found as f64 / self.total.max(1) as f64
+    }
+}
+
+/// Looks up each of `language`'s measured tags in the outline of its file.
+pub fn measure(index: &Index, language: &str, corpus: &str, tags: &[Tag]) -> Recall {
+    let kinds: &[&str] = MEASURED_KINDS
+        .iter()
+        .find(|(l, _)| *l == language)
+        .map_or(&[], |(_, k)| k);
+    let mut by_file: HashMap<&str, Vec<&Tag>> = HashMap::new();
+    for tag in tags {
+        if tag.language == language
+            && kinds.contains(&tag.kind.as_str())
+            && !tag.name.starts_with("__anon")
+        {
+            by_file.entry(tag.file.as_str()).or_default().push(tag);
+        }
+    }
+    let mut files: Vec<_> = by_file.into_iter().collect();
+    files.sort_by_key(|(file, _)| *file);
+    let mut recall = Recall {
+        language: language.to_owned(),
+        corpus: corpus.to_owned(),
+        total: 0,
+        found: 0,
+        kinds: BTreeMap::new(),
+    };
+    for (file, tags) in files {
+        let defined: HashSet<(String, u32)> = index
+            .outline(file)
+            .into_iter()
+            .map(|hit| (hit.name, hit.line + 1))
+            .collect();
+        for tag in tags {
+            let kind = recall.kinds.entry(tag.kind.clone()).or_default();
+            kind.total += 1;
+            recall.total += 1;
+            if defined.contains(&(tag.name.clone(), tag.line)) {
+                recall.found += 1;
+            } else {
+                kind.missed += 1;
+                if kind.examples.len() < EXAMPLES {
+                    kind.examples
+                        .push(format!("`{}` {}:{}", tag.name, tag.file, tag.line));
+                }
+            }
+        }
+    }
+    recall
+}
+
+pub fn render(out: &mut String, recalls: &[Recall]) {
+    let _ = writeln!(
+        out,
+        "### Recall against ctags\n\nA definition counts as found when `wright symbols` \
+         would return it: the index holds a definition of that name in that file on that \
+         line. Kinds compared (ctags → wright): {KIND_MAPPING}\n\n| language | corpus | ctags \
+         definitions | found by wright | recall | target ≥ {TARGET_PERCENT}% |\n\
+         |---|---|---|---|---|---|"
+    );
+    for recall in recalls {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.2}% | {} |",
+            recall.language,
+            recall.corpus,
+            recall.total,
+            recall.found,
+            recall.percent(),
+            if recall.percent() >= TARGET_PERCENT {
+                "met"
+            } else {
+                "**not met**"
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nBy ctags kind:\n\n| language | kind | ctags | missed | recall | examples of misses |\n|---|---|---|---|---|---|"
+    );
+    for recall in recalls {
+        for (kind, counts) in &recall.kinds {
+            let _ = writeln!(
+                out,
+                "| {} | {kind} | {} | {} | {:.2}% | {} |",
+                recall.language,
+                counts.total,
+                counts.missed,
+                100.0 * (counts.total - counts.missed) as f64 / counts.total.max(1) as f64,
+                counts.examples.join(", ").replace('|', "\\|")
+            );
+        }
+    }
+}
