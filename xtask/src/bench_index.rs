@@ -213,7 +213,16 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     // 3, 4: in-process, on the index just built.
     let index = bench.open_index(&corpus)?;
     progress("one changed file until searchable (in-process)");
-    let (update, parse) = changed_file_latency(&index, &corpus, &files)?;
+    let (update, parse, sync) =
+        changed_file_latency(&index, &corpus, &files, &bench.work.join("sync-probe"))?;
+    notes.push(format!(
+        "A commit is durable (tantivy syncs its segment files and its metadata): while the \
+         changed files were timed, writing and syncing 4 KiB next to the index took {:.1} ms \
+         (median; max {:.1} ms), so the update latency rises with the disk's sync latency when \
+         other work on the machine writes heavily.",
+        ms(sync.0),
+        ms(sync.1)
+    ));
     rows.push(Row {
         measure: format!(
             "changed file searchable (`update_text` + `commit` + `symbols`), median / max of {CHANGED_FILES} files"
@@ -799,14 +808,20 @@ fn grep_comparison(bench: &Bench, root: &Path) -> anyhow::Result<(Vec<GrepRow>, 
     Ok((rows, wright / rg))
 }
 
+/// (median, max) of a set of times.
+type Spread = (Duration, Duration);
+
 /// For files spread over the corpus: adds a new function to the text, and times
-/// `update_text` + `commit` + `symbols` until the function is found. Returns (median, max) of
-/// that and of parsing the same text alone.
+/// `update_text` + `commit` + `symbols` until the function is found. Returns the spread of
+/// that, of parsing the same text alone, and of writing and syncing 4 KiB in `scratch` (a
+/// commit is durable: its time follows the disk's sync latency, which other work on the
+/// machine drives up).
 fn changed_file_latency(
     index: &Index,
     root: &Path,
     files: &[String],
-) -> anyhow::Result<((Duration, Duration), (Duration, Duration))> {
+    scratch: &Path,
+) -> anyhow::Result<(Spread, Spread, Spread)> {
     let rust: Vec<&String> = files.iter().filter(|f| f.ends_with(".rs")).collect();
     if rust.is_empty() {
         bail!("the corpus has no Rust file to change");
@@ -814,6 +829,7 @@ fn changed_file_latency(
     let step = (rust.len() / CHANGED_FILES).max(1);
     let mut updates = Vec::new();
     let mut parses = Vec::new();
+    let mut syncs = Vec::new();
     for (i, relative) in rust.iter().step_by(step).take(CHANGED_FILES).enumerate() {
         let original = std::fs::read_to_string(root.join(relative.as_str())).unwrap_or_default();
         let name = format!("wright_bench_probe_{i}");
@@ -835,13 +851,19 @@ fn changed_file_latency(
         updates.push(started.elapsed());
         index.update_text(relative, &original);
         index.commit()?;
+
+        let started = Instant::now();
+        let mut file = std::fs::File::create(scratch)?;
+        std::io::Write::write_all(&mut file, &[b'x'; 4096])?;
+        file.sync_all()?;
+        syncs.push(started.elapsed());
     }
-    let max = |v: &[Duration]| v.iter().copied().max().unwrap_or_default();
-    let (update_max, parse_max) = (max(&updates), max(&parses));
-    Ok((
-        (median(&mut updates), update_max),
-        (median(&mut parses), parse_max),
-    ))
+    let _ = std::fs::remove_file(scratch);
+    let spread = |mut v: Vec<Duration>| {
+        let max = v.iter().copied().max().unwrap_or_default();
+        (median(&mut v), max)
+    };
+    Ok((spread(updates), spread(parses), spread(syncs)))
 }
 
 /// `count` distinct definition names spread evenly over ctags's sorted names.
