@@ -107,8 +107,9 @@ pub fn retrieve(index: &Index, overlay: &dyn Overlay, query: &Query) -> Context 
     for term in &named {
         for hit in index.symbols(term, None, 8) {
             let exact = hit.name == *term;
-            if !exact && !looks_like_code(term) {
-                // A plain word only counts when it is a symbol's whole name.
+            if !looks_like_code(term) && (!exact || hit.kind == "field") {
+                // A plain word only counts when it is a symbol's whole name, and not a field's:
+                // prose says "body" or "name" far more often than it means such a field.
                 continue;
             }
             let key = (hit.path.clone(), hit.start_line, hit.name.clone());
