@@ -152,7 +152,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         target: "≤ 3× ctags".into(),
         met: Some(ratio <= 3.0),
     });
-    let index_bytes = dir_size(&index_dir(&bench.cache, &corpus))?;
+    let index_bytes = dir_size(&cold.index_dir)?;
     let tags_bytes = std::fs::metadata(bench.work.join("corpus.tags"))?.len();
     rows.push(Row {
         measure: "index size on disk".into(),
@@ -274,17 +274,12 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
 
     // 7: recall against ctags, per language.
     let mut recalls = Vec::new();
-    let rust_tags: Vec<Tag> = ctags
-        .tags
-        .into_iter()
-        .filter(|t| t.language == "Rust")
-        .collect();
     progress("recall: Rust (the corpus above)");
     recalls.push(recall::measure(
         &bench.open_index(&corpus)?,
         "Rust",
         &corpus_note,
-        &rust_tags,
+        &ctags.tags,
     ));
     for (language, root) in recall_corpora()? {
         progress(&format!("recall: {language} ({})", root.display()));
@@ -299,16 +294,11 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
             .file_name()
             .map_or("corpus".into(), |n| n.to_string_lossy().into_owned());
         let ctags = run_ctags(&bench.work.join(format!("{name}.tags")), &root, &files)?;
-        let tags: Vec<Tag> = ctags
-            .tags
-            .into_iter()
-            .filter(|t| t.language == language)
-            .collect();
         recalls.push(recall::measure(
             &index,
             language,
             &format!("`{}`, {} files", root.display(), files.len()),
-            &tags,
+            &ctags.tags,
         ));
         progress(&format!(
             "  indexed {} files in {:.1} s",
@@ -562,6 +552,7 @@ fn recall_corpora() -> anyhow::Result<Vec<(&'static str, PathBuf)>> {
 
 /// What a `wright index` run reported, with its wall time and peak memory.
 struct IndexRun {
+    index_dir: PathBuf,
     files: u64,
     bytes: u64,
     definitions: u64,
@@ -589,6 +580,7 @@ impl Bench {
             .with_context(|| format!("wright index printed {:?}", output.stdout))?;
         let number = |key: &str| report[key].as_u64().unwrap_or(0);
         Ok(IndexRun {
+            index_dir: PathBuf::from(report["index_dir"].as_str().unwrap_or_default()),
             files: number("files"),
             bytes: number("bytes"),
             definitions: number("symbols"),
@@ -607,23 +599,6 @@ impl Bench {
             },
         )?)
     }
-}
-
-/// The folder `wright` keeps the index of `root` in, found as the one folder of the cache
-/// whose name ends with the root's name and whose `meta.json` names the root.
-fn index_dir(cache: &Path, root: &Path) -> PathBuf {
-    let wanted = root.to_string_lossy().into_owned();
-    std::fs::read_dir(cache.join("wright/index"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .find(|dir| {
-            std::fs::read_to_string(dir.join("meta.json")).is_ok_and(|meta| {
-                meta.contains(&serde_json::to_string(&wanted).unwrap_or_default())
-            })
-        })
-        .unwrap_or_else(|| cache.join("wright/index"))
 }
 
 fn timed(command: &mut Command) -> anyhow::Result<(Duration, std::process::Output)> {
@@ -913,7 +888,6 @@ fn readtags_latency(tags: &Path, names: &[String]) -> anyhow::Result<(Duration, 
     Ok((percentile(&times, 0.5), percentile(&times, 0.99)))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn render(
     tools: &str,
     corpus: &str,
