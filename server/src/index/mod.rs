@@ -178,7 +178,8 @@ impl Index {
         self.lock_writer().is_none()
     }
 
-    /// What the index holds, without refreshing it (for a read-only index, all there is).
+    /// What the index holds, as a report of a refresh that changed nothing (for a read-only
+    /// index, all there is to say).
     fn report_as_is(&self, started: Instant) -> Report {
         let manifest = self.read_manifest();
         Report {
@@ -371,31 +372,14 @@ impl Index {
             manifest.files.remove(path);
         }
         self.commit_locked(guard, manifest)?;
-
-        let manifest = self.read_manifest();
         Ok(Report {
-            root: self.root.clone(),
-            index_dir: self.dir.clone(),
-            opened: self.opened.clone(),
-            files: manifest.files.len(),
             parsed,
             removed: removed.len(),
-            definitions: manifest
-                .files
-                .values()
-                .map(|r| r.definition_count as usize)
-                .sum(),
-            references: manifest
-                .files
-                .values()
-                .map(|r| r.reference_count as usize)
-                .sum(),
-            bytes: manifest.files.values().map(|r| r.size).sum(),
-            seconds: started.elapsed().as_secs_f64(),
             incremental: self.opened == Opened::Existing,
             read_only: false,
             other_files,
             skipped,
+            ..self.report_as_is(started)
         })
     }
 

@@ -208,6 +208,57 @@ fn is_fence(line: &str) -> bool {
     t.starts_with("```") || t.starts_with("~~~")
 }
 
+/// The body of a diff hunk (patch or udiff) as it is read: the old and new lines, and how many
+/// blank context lines end it so far.
+#[derive(Default)]
+struct DiffBody<'a> {
+    old: Vec<&'a str>,
+    new: Vec<&'a str>,
+    blank_tail: usize,
+}
+
+impl<'a> DiffBody<'a> {
+    /// Takes one hunk line; `false` when it is not one (it starts with none of ' ', '-', '+').
+    fn push(&mut self, line: &'a str) -> bool {
+        match line.chars().next() {
+            Some('+') => {
+                self.new.push(&line[1..]);
+                self.blank_tail = 0;
+            }
+            Some('-') => {
+                self.old.push(&line[1..]);
+                self.blank_tail = 0;
+            }
+            Some(' ') => {
+                self.old.push(&line[1..]);
+                self.new.push(&line[1..]);
+                self.blank_tail = if line[1..].is_empty() {
+                    self.blank_tail + 1
+                } else {
+                    0
+                };
+            }
+            // An empty line is an empty context line whose space was lost.
+            None => {
+                self.old.push("");
+                self.new.push("");
+                self.blank_tail += 1;
+            }
+            Some(_) => return false,
+        }
+        true
+    }
+
+    /// The old and new text. Trailing blank context lines are dropped: they are usually
+    /// padding before the next marker, and without them the hunk matches the same place and
+    /// changes the same lines.
+    fn finish(mut self) -> (String, String) {
+        self.old.truncate(self.old.len() - self.blank_tail);
+        self.new.truncate(self.new.len() - self.blank_tail);
+        (join_lines(&self.old), join_lines(&self.new))
+    }
+}
+
 /// Joins lines into whole-line text: each ends with `\n`.
 fn join_lines(lines: &[&str]) -> String {
     let mut text = String::new();

@@ -5,7 +5,7 @@
 //! `*** Begin Patch` (prose, a fence, `apply_patch <<'EOF'`) is ignored, and a missing
 //! `*** End Patch` is an error: a truncated patch must not apply half of itself.
 
-use super::{FileOp, Hunk, ParseError, join_lines};
+use super::{DiffBody, FileOp, Hunk, ParseError};
 
 pub const BEGIN: &str = "*** Begin Patch";
 const END: &str = "*** End Patch";
@@ -128,9 +128,7 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
                 format!("expected `@@` to start the next hunk; found `{line}`"),
             ));
         }
-        let (mut old, mut new) = (Vec::new(), Vec::new());
-        // Blank context lines at the end of the hunk so far.
-        let mut blank_tail = 0;
+        let mut body = DiffBody::default();
         while let Some(line) = lines.get(*i) {
             if line.trim() == END_OF_FILE {
                 hunk.at_end = true;
@@ -140,54 +138,26 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
             if is_marker(line) || line.trim_start().starts_with("@@") {
                 break;
             }
-            match line.chars().next() {
-                Some('+') => {
-                    new.push(&line[1..]);
-                    blank_tail = 0;
-                }
-                Some('-') => {
-                    old.push(&line[1..]);
-                    blank_tail = 0;
-                }
-                Some(' ') => {
-                    old.push(&line[1..]);
-                    new.push(&line[1..]);
-                    blank_tail = if line[1..].is_empty() {
-                        blank_tail + 1
-                    } else {
-                        0
-                    };
-                }
-                // An empty line is an empty context line whose space was lost.
-                None => {
-                    old.push("");
-                    new.push("");
-                    blank_tail += 1;
-                }
-                Some(_) => {
-                    return Err(ParseError::new(
-                        *i + 1,
-                        format!(
-                            "expected a hunk line starting with ' ' (context), '-' (remove) or \
-                             '+' (add); found `{line}`"
-                        ),
-                    ));
-                }
+            if !body.push(line) {
+                return Err(ParseError::new(
+                    *i + 1,
+                    format!(
+                        "expected a hunk line starting with ' ' (context), '-' (remove) or \
+                         '+' (add); found `{line}`"
+                    ),
+                ));
             }
             *i += 1;
         }
-        // Trailing blank context lines are usually padding before the next marker; without
-        // them the hunk matches the same place and changes the same lines.
-        old.truncate(old.len() - blank_tail);
-        new.truncate(new.len() - blank_tail);
+        let (old, new) = body.finish();
         if old.is_empty() && new.is_empty() {
             return Err(ParseError::new(
                 hunk.input_line,
                 "empty hunk: expected lines starting with ' ', '-' or '+'",
             ));
         }
-        hunk.old = join_lines(&old);
-        hunk.new = join_lines(&new);
+        hunk.old = old;
+        hunk.new = new;
         hunks.push(hunk);
     }
 }

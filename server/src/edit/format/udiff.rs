@@ -5,7 +5,7 @@
 //! lines stop looking like hunk lines, not where its counts say, and its start line is kept
 //! for messages. `/dev/null` on either side adds or deletes a file; different paths move it.
 
-use super::{FileOp, Hunk, ParseError, join_lines};
+use super::{DiffBody, FileOp, Hunk, ParseError};
 
 /// The path of a `---`/`+++` header, without a trailing timestamp; `None` for `/dev/null`.
 fn header_path(rest: &str) -> Option<&str> {
@@ -97,46 +97,18 @@ fn parse_hunks(lines: &[&str], i: &mut usize) -> Result<Vec<Hunk>, ParseError> {
             ..Hunk::default()
         };
         *i += 1;
-        let (mut old, mut new) = (Vec::new(), Vec::new());
-        // Blank context lines at the end of the hunk so far.
-        let mut blank_tail = 0;
+        let mut body = DiffBody::default();
         while let Some(line) = lines.get(*i) {
             if line.starts_with("@@") || line.starts_with("diff ") || is_file_header(lines, *i) {
                 break;
             }
-            match line.chars().next() {
-                Some('+') => {
-                    new.push(&line[1..]);
-                    blank_tail = 0;
-                }
-                Some('-') => {
-                    old.push(&line[1..]);
-                    blank_tail = 0;
-                }
-                Some(' ') => {
-                    old.push(&line[1..]);
-                    new.push(&line[1..]);
-                    blank_tail = if line[1..].is_empty() {
-                        blank_tail + 1
-                    } else {
-                        0
-                    };
-                }
-                // `\ No newline at end of file`: the file's own ending is kept either way.
-                Some('\\') => {}
-                None => {
-                    old.push("");
-                    new.push("");
-                    blank_tail += 1;
-                }
-                Some(_) => break,
+            // `\ No newline at end of file`: the file's own ending is kept either way.
+            if !line.starts_with('\\') && !body.push(line) {
+                break;
             }
             *i += 1;
         }
-        old.truncate(old.len() - blank_tail);
-        new.truncate(new.len() - blank_tail);
-        hunk.old = join_lines(&old);
-        hunk.new = join_lines(&new);
+        (hunk.old, hunk.new) = body.finish();
         hunks.push(hunk);
     }
     Ok(hunks)
