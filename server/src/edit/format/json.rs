@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{FileOp, Hunk, ParseError};
+use super::{FileOp, Hunk, ParseError, push_update};
 
 pub fn parse(input: &str) -> Result<Vec<FileOp>, ParseError> {
     let Some(start) = input.find(['{', '[']) else {
@@ -78,16 +78,7 @@ pub fn parse(input: &str) -> Result<Vec<FileOp>, ParseError> {
                 input_line: line,
                 ..Hunk::default()
             };
-            match ops.last_mut() {
-                Some(FileOp::Update {
-                    path: last, hunks, ..
-                }) if *last == path => hunks.push(hunk),
-                _ => ops.push(FileOp::Update {
-                    path: path.clone(),
-                    move_to: None,
-                    hunks: vec![hunk],
-                }),
-            }
+            push_update(&mut ops, &path, hunk);
         }
     }
     Ok(ops)

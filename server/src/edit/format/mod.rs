@@ -259,6 +259,21 @@ impl<'a> DiffBody<'a> {
     }
 }
 
+/// Adds `hunk` to the update of `path` when that is the last operation (consecutive edits of one
+/// file are one update, applied together), else starts a new update.
+fn push_update(ops: &mut Vec<FileOp>, path: &str, hunk: Hunk) {
+    match ops.last_mut() {
+        Some(FileOp::Update {
+            path: last, hunks, ..
+        }) if last == path => hunks.push(hunk),
+        _ => ops.push(FileOp::Update {
+            path: path.to_owned(),
+            move_to: None,
+            hunks: vec![hunk],
+        }),
+    }
+}
+
 /// Joins lines into whole-line text: each ends with `\n`.
 fn join_lines(lines: &[&str]) -> String {
     let mut text = String::new();

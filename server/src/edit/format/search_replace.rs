@@ -5,7 +5,7 @@
 //! Markers are accepted with 5 to 9 marker characters and surrounding whitespace; the path is
 //! the last line before the block that is not blank, a code fence or prose.
 
-use super::{FileOp, Hunk, ParseError, is_fence, join_lines};
+use super::{FileOp, Hunk, ParseError, is_fence, join_lines, push_update};
 
 fn marker(line: &str, c: char, word: &str) -> bool {
     let t = line.trim();
@@ -78,42 +78,20 @@ pub fn parse(lines: &[&str]) -> Result<Vec<FileOp>, ParseError> {
             }
         };
         i += 1;
-        let old_start = i;
-        while i < lines.len() && !is_divider(lines[i]) {
-            if is_search(lines[i]) || is_replace(lines[i]) {
-                return Err(ParseError::new(
-                    i + 1,
-                    "expected `=======` between the search and the replacement",
-                ));
-            }
-            i += 1;
-        }
-        if i == lines.len() {
-            return Err(ParseError::new(
-                lines.len(),
-                "expected `=======` before the end of the input",
-            ));
-        }
-        let old = &lines[old_start..i];
-        i += 1;
-        let new_start = i;
-        while i < lines.len() && !is_replace(lines[i]) {
-            if is_search(lines[i]) || is_divider(lines[i]) {
-                return Err(ParseError::new(
-                    i + 1,
-                    "expected `>>>>>>> REPLACE` to end the block",
-                ));
-            }
-            i += 1;
-        }
-        if i == lines.len() {
-            return Err(ParseError::new(
-                lines.len(),
-                "expected `>>>>>>> REPLACE` before the end of the input (is the block cut short?)",
-            ));
-        }
-        let new = &lines[new_start..i];
-        i += 1;
+        let old = section(
+            lines,
+            &mut i,
+            is_divider,
+            "expected `=======` between the search and the replacement",
+            "expected `=======` before the end of the input",
+        )?;
+        let new = section(
+            lines,
+            &mut i,
+            is_replace,
+            "expected `>>>>>>> REPLACE` to end the block",
+            "expected `>>>>>>> REPLACE` before the end of the input (is the block cut short?)",
+        )?;
         since_last_block = i;
         previous_path = Some(path.clone());
         let hunk = Hunk {
@@ -123,18 +101,34 @@ pub fn parse(lines: &[&str]) -> Result<Vec<FileOp>, ParseError> {
             append: true,
             ..Hunk::default()
         };
-        match ops.last_mut() {
-            Some(FileOp::Update {
-                path: last, hunks, ..
-            }) if *last == path => hunks.push(hunk),
-            _ => ops.push(FileOp::Update {
-                path,
-                move_to: None,
-                hunks: vec![hunk],
-            }),
-        }
+        push_update(&mut ops, &path, hunk);
     }
     Ok(ops)
+}
+
+/// The lines from `*i` up to the one `ends` accepts; leaves `*i` past that end. Any other
+/// block marker inside is `stray`; running out of input is `unterminated`.
+fn section<'s, 'a>(
+    lines: &'s [&'a str],
+    i: &mut usize,
+    ends: fn(&str) -> bool,
+    stray: &str,
+    unterminated: &str,
+) -> Result<&'s [&'a str], ParseError> {
+    let start = *i;
+    while *i < lines.len() && !ends(lines[*i]) {
+        let line = lines[*i];
+        if is_search(line) || is_divider(line) || is_replace(line) {
+            return Err(ParseError::new(*i + 1, stray));
+        }
+        *i += 1;
+    }
+    if *i == lines.len() {
+        return Err(ParseError::new(lines.len(), unterminated));
+    }
+    let body = &lines[start..*i];
+    *i += 1;
+    Ok(body)
 }
 
 #[cfg(test)]
