@@ -4,11 +4,13 @@
 //! workspace never holds more than one tree per thread.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::OnceLock;
 
 use tree_sitter_tags::{TagsConfiguration, TagsContext};
 
+use super::macros;
 use crate::languages::Language;
 
 /// A definition: a named thing a reader may look for.
@@ -75,15 +77,39 @@ thread_local! {
 /// Extracts the definitions and references of `source`.
 pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractError> {
     let config = configuration(language);
-    let bytes = source.as_bytes();
-    let tags: Vec<tree_sitter_tags::Tag> = CONTEXT.with(|context| {
-        let mut context = context.borrow_mut();
-        let (tags, _has_error) = context
-            .generate_tags(config, bytes, None)
-            .map_err(|err| ExtractError::Tags(err.to_string()))?;
-        // A tag that fails is dropped, not the file: one odd construct must not hide the rest.
-        Ok::<_, ExtractError>(tags.filter_map(Result::ok).collect())
-    })?;
+    let (mut tags, has_error) = tags_of(config, source)?;
+    if has_error
+        && matches!(language, Language::C | Language::Cpp)
+        && let Some(blanked) = macros::blank_noise(source)
+    {
+        // Only what the second pass adds: the first pass saw the file as it is.
+        let (second, _) = tags_of(config, &blanked)?;
+        let known: HashSet<Range<usize>> = tags
+            .iter()
+            .filter(|tag| tag.is_definition)
+            .map(|tag| tag.name_range.clone())
+            .collect();
+        tags.extend(second.into_iter().filter(|tag| {
+            tag.is_definition
+                && !known.contains(&tag.name_range)
+                && source.get(tag.name_range.clone()) == blanked.get(tag.name_range.clone())
+        }));
+        tags.sort_by_key(|tag| tag.range.start);
+    }
+
+    // The generic declarator patterns also match a function's name; a function it is.
+    let functions: HashSet<Range<usize>> = tags
+        .iter()
+        .filter(|tag| {
+            tag.is_definition && config.syntax_type_name(tag.syntax_type_id) == "function"
+        })
+        .map(|tag| tag.name_range.clone())
+        .collect();
+    tags.retain(|tag| {
+        !tag.is_definition
+            || config.syntax_type_name(tag.syntax_type_id) == "function"
+            || !functions.contains(&tag.name_range)
+    });
 
     // Scopes that give definitions their container: other definitions, and implementation
     // references (a Rust `impl Type` block names the type its methods belong to).
@@ -131,7 +157,61 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
             });
         }
     }
+    if matches!(language, Language::C | Language::Cpp) {
+        add_missed_defines(source, &lines, &mut extracted.definitions);
+    }
     Ok(extracted)
+}
+
+/// The `#define`s the tags missed (those the errors of a parse without a preprocessor hid).
+fn add_missed_defines(source: &str, lines: &Lines, definitions: &mut Vec<Definition>) {
+    let tagged: HashSet<(u32, &str)> = definitions
+        .iter()
+        .filter(|definition| definition.kind == "macro")
+        .map(|definition| (definition.line, definition.name.as_str()))
+        .collect();
+    let missed: Vec<Definition> = macros::defines(source)
+        .into_iter()
+        .map(|(name, directive)| {
+            let line = lines.line_of(name.start);
+            (name, directive, line)
+        })
+        .filter(|(name, _, line)| !tagged.contains(&(*line, &source[name.clone()])))
+        .map(|(name, directive, line)| {
+            let line_start = source[..name.start].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = source[name.end..]
+                .find('\n')
+                .map_or(source.len(), |i| name.end + i);
+            Definition {
+                name: source[name.clone()].to_owned(),
+                kind: "macro".to_owned(),
+                container: None,
+                line,
+                column: source[line_start..name.start].chars().count() as u32,
+                start_line: lines.line_of(directive.start),
+                end_line: lines.line_of(directive.end.saturating_sub(1).max(directive.start)),
+                signature: signature(&source[line_start..line_end]),
+                doc: doc_comment(Language::C, source, directive.start, directive.end),
+            }
+        })
+        .collect();
+    definitions.extend(missed);
+}
+
+/// The tags of `source`, and whether its parse had errors.
+fn tags_of(
+    config: &TagsConfiguration,
+    source: &str,
+) -> Result<(Vec<tree_sitter_tags::Tag>, bool), ExtractError> {
+    CONTEXT.with(|context| {
+        let mut context = context.borrow_mut();
+        let (tags, has_error) = context
+            .generate_tags(config, source.as_bytes(), None)
+            .map_err(|err| ExtractError::Tags(err.to_string()))?;
+        // A tag that fails is dropped, not the file: one odd construct must not hide the rest.
+        let tags = tags.filter_map(Result::ok).collect();
+        Ok((tags, has_error))
+    })
 }
 
 /// The ranges of a file's scopes, with their names, sorted by start (outer first), and the
@@ -449,6 +529,41 @@ extern "C" { fn abs(x: i32) -> i32; }
         let cpp = definitions(Language::Cpp, source);
         assert!(has(&cpp, "a", "field", Some("s")), "{cpp:?}");
         assert!(has(&cpp, "counter", "constant", None), "{cpp:?}");
+    }
+
+    #[test]
+    fn c_declarations_that_macros_and_nested_declarators_hide() {
+        let source = "#define GLAPI extern\nGLAPI void * GLAPIENTRY gluNewQuadric (void);\n\
+            extern int aio_read (int fd) __THROW __nonnull ((1));\n\
+            enum { A, B\n#define B B\n};\n\
+            struct s { char **names; int *rows[4]; };\n\
+            typedef const char *(APIENTRYP PFNQUERYPROC) (int name);\n\
+            typedef int **matrix;\n\
+            char ***globals;\n\
+            int f(void) { int **local = 0; return 0; }\n";
+        let c = definitions(Language::C, source);
+        for (name, kind) in [
+            ("GLAPI", "macro"),
+            ("B", "macro"),
+            ("gluNewQuadric", "function"),
+            ("aio_read", "function"),
+            ("PFNQUERYPROC", "type"),
+            ("matrix", "type"),
+            ("globals", "constant"),
+            ("f", "function"),
+        ] {
+            assert!(has(&c, name, kind, None), "{name}: {c:?}");
+        }
+        assert!(has(&c, "names", "field", Some("s")), "{c:?}");
+        assert!(has(&c, "rows", "field", Some("s")), "{c:?}");
+        assert!(!c.iter().any(|(n, ..)| n == "local"), "{c:?}");
+        // A prototype is a function, not also a variable.
+        assert_eq!(
+            c.iter().filter(|(n, ..)| n == "aio_read").count(),
+            1,
+            "{c:?}"
+        );
+        assert_eq!(c.iter().filter(|(n, ..)| n == "B").count(), 2, "{c:?}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! entries the next open treats as changed, so a refresh re-reads them from the disk.
 
 mod extract;
+mod macros;
 mod schema;
 mod store;
 

@@ -12,7 +12,7 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// Bumped whenever the schema, the tokenizer or what extraction stores changes: an index of
 /// another format is rebuilt, never read.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 pub const IDENTIFIER_TOKENIZER: &str = "wright_identifier";
 

@@ -24,8 +24,8 @@ pub fn tags(language: Language) -> String {
         .concat(),
         Language::Go => tree_sitter_go::TAGS_QUERY.to_owned(),
         Language::Java => tree_sitter_java::TAGS_QUERY.to_owned(),
-        Language::C => [tree_sitter_c::TAGS_QUERY, C_EXTRA, &c_globals()].concat(),
-        Language::Cpp => [tree_sitter_cpp::TAGS_QUERY, C_EXTRA, &c_globals()].concat(),
+        Language::C => [tree_sitter_c::TAGS_QUERY, &c_extra(), &c_globals()].concat(),
+        Language::Cpp => [tree_sitter_cpp::TAGS_QUERY, &c_extra(), &c_globals()].concat(),
         Language::Ruby => tree_sitter_ruby::TAGS_QUERY.to_owned(),
     }
 }
@@ -57,50 +57,71 @@ const PYTHON_EXTRA: &str = r#"
   (assignment left: (identifier) @name) @definition.constant)))))
 "#;
 
-const C_EXTRA: &str = r#"
+/// Macros, enumerators, unions, and the declarations whose names sit inside declarators.
+fn c_extra() -> String {
+    let mut query = String::from(
+        r#"
 (preproc_def name: (identifier) @name) @definition.macro
 (preproc_function_def name: (identifier) @name) @definition.macro
 (enumerator name: (identifier) @name) @definition.constant
 (union_specifier name: (type_identifier) @name body: (_)) @definition.class
-(field_declaration declarator: [
-  (field_identifier) @name
-  (pointer_declarator declarator: (field_identifier) @name)
-  (array_declarator declarator: (field_identifier) @name)
-  (function_declarator declarator: (parenthesized_declarator (pointer_declarator declarator: (field_identifier) @name)))
-]) @definition.field
-(type_definition declarator: [
-  (pointer_declarator declarator: (type_identifier) @name)
-  (array_declarator declarator: (type_identifier) @name)
-  (function_declarator declarator: (type_identifier) @name)
-  (function_declarator declarator: (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))
-  ; `typedef void (APIENTRYP PFNGLCULLFACEPROC) (GLenum)`: the macro is an error, the name not
-  (function_declarator declarator: (parenthesized_declarator (type_identifier) @name))
-]) @definition.type
-"#;
+"#,
+    );
+    for (node, leaf, kind) in [
+        ("field_declaration", "field_identifier", "field"),
+        ("type_definition", "type_identifier", "type"),
+    ] {
+        for form in declarators(leaf) {
+            query += &format!("({node} declarator: {form}) @definition.{kind}\n");
+        }
+        // A pointer to a function, `void (*name)(int)`, also one returning a pointer,
+        // `char *(*name)(int)`, or with the pointer hidden in a macro, `(APIENTRYP name)`.
+        for inner in [
+            format!("({leaf}) @name"),
+            format!("(pointer_declarator declarator: ({leaf}) @name)"),
+        ] {
+            let function =
+                format!("(function_declarator declarator: (parenthesized_declarator {inner}))");
+            query += &format!("({node} declarator: {function}) @definition.{kind}\n");
+            query += &format!(
+                "({node} declarator: (pointer_declarator declarator: {function})) @definition.{kind}\n"
+            );
+        }
+    }
+    query
+}
+
+/// The name `leaf` inside up to three declarators that wrap it: `name`, `*name`, `**name`,
+/// `name[4]`, `*name = 0`, `f(void)`. A query cannot recurse, so each depth is a pattern of its
+/// own, with a wildcard for the wrapper (alternatives that nest the same node do not match).
+/// A function declarator matches too: extraction keeps a name tagged both as a function and as
+/// something else a function.
+fn declarators(leaf: &str) -> Vec<String> {
+    let mut form = format!("({leaf}) @name");
+    let mut forms = vec![form.clone()];
+    for _ in 0..3 {
+        form = format!("(_ declarator: {form})");
+        forms.push(form.clone());
+    }
+    forms
+}
 
 /// Global variables: declarations at file level, which in a header usually means inside its
 /// include guard (a declaration inside a function body is a local, not a definition).
 fn c_globals() -> String {
-    [
+    let mut query = String::new();
+    for parent in [
         "translation_unit",
         "preproc_ifdef",
         "preproc_if",
         "preproc_else",
         "preproc_elif",
-    ]
-    .iter()
-    .map(|parent| {
-        format!(
-            "({parent} (declaration declarator: [
-  (identifier) @name
-  (pointer_declarator declarator: (identifier) @name)
-  (array_declarator declarator: (identifier) @name)
-  (init_declarator declarator: [
-    (identifier) @name
-    (pointer_declarator declarator: (identifier) @name)
-    (array_declarator declarator: (identifier) @name)])
-]) @definition.constant)\n"
-        )
-    })
-    .collect()
+        "linkage_specification",
+        "declaration_list",
+    ] {
+        for form in declarators("identifier") {
+            query += &format!("({parent} (declaration declarator: {form}) @definition.constant)\n");
+        }
+    }
+    query
 }
