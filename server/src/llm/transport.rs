@@ -242,17 +242,9 @@ impl Failure {
                 attempts,
                 detail: "the body ended before the answer was complete".to_owned(),
             },
-            Self::Stream(Fault::Provider { detail, .. }) => {
-                let detail = error::redact(&detail, key);
-                if error::says_context_too_long("", &detail) {
-                    ErrorKind::ContextTooLong {
-                        status: 200,
-                        detail,
-                    }
-                } else {
-                    ErrorKind::InStream { detail }
-                }
-            }
+            Self::Stream(Fault::Provider { detail, .. }) => ErrorKind::InStream {
+                detail: error::redact(&detail, key),
+            },
             Self::Stream(Fault::Protocol(detail)) => ErrorKind::Protocol { detail },
             Self::ReceiverGone => ErrorKind::Protocol {
                 detail: "the caller went away".to_owned(),
@@ -505,7 +497,8 @@ fn jitter_seed() -> u64 {
     // RandomState is seeded randomly per instance: enough randomness to spread retries of
     // several clients without a dependency.
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(Instant::now().elapsed().as_nanos());
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH);
+    hasher.write_u128(now.unwrap_or_default().as_nanos());
     hasher.finish()
 }
 

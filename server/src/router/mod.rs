@@ -41,6 +41,16 @@ pub enum SideCall {
     SimpleRewrite,
 }
 
+impl SideCall {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Summary => "summary",
+            Self::Title => "title",
+            Self::SimpleRewrite => "simple rewrite",
+        }
+    }
+}
+
 /// A routing decision, as the agent reports it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Decision {
@@ -74,6 +84,8 @@ pub struct Router {
     mode: Mode,
     fast: Option<ModelId>,
     strong: Option<ModelId>,
+    /// Serves a tier that is not configured: the fixed model, else the other tier.
+    fallback: ModelId,
 }
 
 impl Router {
@@ -88,10 +100,19 @@ impl Router {
             None if fast.is_some() || strong.is_some() => Mode::Auto,
             None => return Err(RouterError::NoModel),
         };
-        if mode == Mode::Auto && fast.is_none() && strong.is_none() {
-            return Err(RouterError::AutoWithoutTiers);
-        }
-        Ok(Self { mode, fast, strong })
+        let fallback = match &mode {
+            Mode::Fixed(model) => model.clone(),
+            Mode::Auto => strong
+                .clone()
+                .or_else(|| fast.clone())
+                .ok_or(RouterError::AutoWithoutTiers)?,
+        };
+        Ok(Self {
+            mode,
+            fast,
+            strong,
+            fallback,
+        })
     }
 
     /// The model for a whole task.
@@ -118,40 +139,33 @@ impl Router {
 
     /// The model for a side call: the fast tier when there is one.
     pub fn route_side(&self, call: SideCall) -> Decision {
-        let why = format!("a side call ({call:?}) goes to the fast tier").to_lowercase();
-        let decision = match (&self.mode, &self.fast) {
-            (Mode::Fixed(model), None) => Decision {
-                tier: Tier::Strong,
-                model: model.clone(),
-                reason: format!("{why}, but none is configured: using {model}"),
-            },
-            _ => self.tier_model(Tier::Fast, why),
-        };
+        let why = format!("a side call ({}) goes to the fast tier", call.name());
+        let decision = self.tier_model(Tier::Fast, why);
         log(&decision, "side call");
         decision
     }
 
-    /// The model of `tier`, or of the other tier when only one is configured.
+    /// The model of `tier`, or the fallback when that tier is not configured.
     fn tier_model(&self, tier: Tier, why: String) -> Decision {
-        let (wanted, other) = match tier {
-            Tier::Fast => (&self.fast, &self.strong),
-            Tier::Strong => (&self.strong, &self.fast),
+        let wanted = match tier {
+            Tier::Fast => &self.fast,
+            Tier::Strong => &self.strong,
         };
-        match (wanted, other, &self.mode) {
-            (Some(model), _, _) => Decision {
+        match wanted {
+            Some(model) => Decision {
                 tier,
                 model: model.clone(),
                 reason: why,
             },
-            (None, _, Mode::Fixed(model)) | (None, Some(model), _) => Decision {
+            None => Decision {
                 tier,
-                model: model.clone(),
+                model: self.fallback.clone(),
                 reason: format!(
-                    "{why}; no {} tier is configured, so {model} serves it",
-                    tier.name()
+                    "{why}; no {} tier is configured, so {} serves it",
+                    tier.name(),
+                    self.fallback
                 ),
             },
-            (None, None, Mode::Auto) => unreachable!("auto mode always has a tier"),
         }
     }
 }
@@ -410,10 +424,10 @@ mod tests {
         }
         let side = fixed.route_side(SideCall::Summary);
         assert_eq!(side.model.to_string(), "openai/gpt-4.1");
-        assert!(
-            side.reason.contains("none is configured"),
-            "{}",
-            side.reason
+        assert_eq!(
+            side.reason,
+            "a side call (summary) goes to the fast tier; no fast tier is configured, so \
+             openai/gpt-4.1 serves it"
         );
 
         let with_fast = router(json!({"model": "openai/gpt-4.1", "models": {"fast": {"model": "openai/gpt-4.1-nano"}}})).unwrap();
