@@ -197,15 +197,17 @@ impl Failure {
         }
     }
 
-    fn summary(&self) -> String {
-        match self {
+    /// For the log of a retry; provider text is redacted as in errors.
+    fn summary(&self, key: Option<&str>) -> String {
+        let text = match self {
             Self::Status { status, .. } => format!("HTTP {status}"),
             Self::Connect(detail) | Self::Cut(detail) => detail.clone(),
             Self::FirstByte => "no first byte in time".to_owned(),
             Self::Idle => "stream stalled".to_owned(),
             Self::Stream(fault) => format!("{fault:?}"),
             Self::ReceiverGone => "cancelled".to_owned(),
-        }
+        };
+        error::redact(&text, key)
     }
 
     fn into_kind(
@@ -235,13 +237,10 @@ impl Failure {
             },
             Self::Cut(detail) if delivered => ErrorKind::StreamCut { detail },
             Self::Cut(detail) => ErrorKind::CutBeforeAnswer { attempts, detail },
-            Self::Stream(Fault::Incomplete) if delivered => ErrorKind::StreamCut {
-                detail: "the body ended before the answer was complete".to_owned(),
-            },
-            Self::Stream(Fault::Incomplete) => ErrorKind::CutBeforeAnswer {
-                attempts,
-                detail: "the body ended before the answer was complete".to_owned(),
-            },
+            Self::Stream(Fault::Incomplete) => {
+                Self::Cut("the body ended before the answer was complete".to_owned())
+                    .into_kind(call, settings, attempts, delivered)
+            }
             Self::Stream(Fault::Provider { detail, .. }) => ErrorKind::InStream {
                 detail: error::redact(&detail, key),
             },
@@ -324,7 +323,7 @@ async fn drive(
                 model = %call.model,
                 attempt,
                 wait_ms = wait.as_millis() as u64,
-                reason = %failure.summary(),
+                reason = %failure.summary(call.key.as_deref()),
                 "model call failed, retrying"
             );
             tokio::time::sleep(wait).await;
