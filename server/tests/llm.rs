@@ -567,6 +567,28 @@ async fn an_error_event_before_output_is_retried_and_after_output_reported() {
 }
 
 #[tokio::test]
+async fn a_server_that_does_not_stream_is_reported_not_retried() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::json(
+        200,
+        &json!({"choices": [{"message": {"role": "assistant", "content": "whole"}}]}),
+    ));
+    let model = client(Dialect::OpenAi, &provider, settings());
+    let error = run(model.as_ref(), &request()).await.1.expect("an error");
+    assert!(
+        matches!(error.kind, ErrorKind::Protocol { .. }),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("expected an event stream, got application/json"),
+        "{error}"
+    );
+    assert_eq!(provider.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn slow_tokens_are_delivered_as_they_come() {
     let provider = ScriptedProvider::start();
     let pieces: Vec<String> = (0..10).map(|i| format!("t{i} ")).collect();

@@ -153,6 +153,35 @@ pub fn connect(config: &Config, model: &ModelId) -> Result<Arc<dyn ChatModel>, L
 mod tests {
     use super::*;
 
+    /// A model that answers from a script, as the agent's unit tests can plug in.
+    struct Scripted(ModelId);
+
+    impl ChatModel for Scripted {
+        fn model(&self) -> &ModelId {
+            &self.0
+        }
+
+        fn stream(&self, request: &Request) -> EventStream {
+            let answer = format!("{} message(s) seen", request.messages.len());
+            EventStream::from_items(vec![
+                Ok(Event::TextDelta(answer)),
+                Ok(Event::Finish(FinishReason::Stop)),
+            ])
+        }
+    }
+
+    #[tokio::test]
+    async fn a_scripted_model_plugs_in_where_a_client_does() {
+        let model: Arc<dyn ChatModel> = Arc::new(Scripted(ModelId::parse("openai/fake").unwrap()));
+        let request = Request {
+            messages: vec![Message::User("hi".into())],
+            ..Request::default()
+        };
+        let response = model.stream(&request).collect_response().await.unwrap();
+        assert_eq!(response.text, "1 message(s) seen");
+        assert_eq!(response.finish, Some(FinishReason::Stop));
+    }
+
     #[test]
     fn keys_never_show_in_debug_output() {
         let key = ApiKey::new("sk-very-secret\n");

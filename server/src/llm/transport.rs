@@ -365,6 +365,21 @@ async fn attempt_once(
             body,
         });
     }
+    // A server that ignored `stream: true` (or answers an error with 200) sends JSON: say so
+    // rather than call it a cut stream.
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if content_type.contains("json") {
+        let body = read_error_body(response, settings.idle_timeout).await;
+        return Err(Failure::Stream(Fault::Protocol(format!(
+            "expected an event stream, got {content_type}: {}",
+            error::detail_from_body(&body, call.key.as_deref())
+        ))));
+    }
     let mut body = response.bytes_stream();
     let mut parser = SseParser::default();
     let mut sse = Vec::new();
