@@ -476,7 +476,7 @@ async fn a_stall_after_output_times_out_and_hangs_up() {
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["a", "b", "c"])).stall_after(3));
     let quick = HttpSettings {
-        idle_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_secs(1),
         ..settings()
     };
     let model = client(Dialect::OpenAi, &provider, quick);
@@ -495,12 +495,12 @@ async fn a_stall_before_output_and_a_late_first_byte_are_retried() {
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(Dialect::Anthropic, &Turn::text(&["x"])).stall_after(1));
     provider.push(
-        Reply::stream(Dialect::Anthropic, &Turn::text(&["x"])).header_delay(Duration::from_secs(2)),
+        Reply::stream(Dialect::Anthropic, &Turn::text(&["x"])).header_delay(Duration::from_secs(4)),
     );
     provider.push(Reply::stream(Dialect::Anthropic, &Turn::text(&["finally"])));
     let quick = HttpSettings {
-        idle_timeout: Duration::from_millis(300),
-        first_byte_timeout: Duration::from_millis(500),
+        idle_timeout: Duration::from_secs(1),
+        first_byte_timeout: Duration::from_millis(1500),
         ..settings()
     };
     let model = client(Dialect::Anthropic, &provider, quick);
@@ -591,7 +591,7 @@ async fn a_server_that_does_not_stream_is_reported_not_retried() {
 #[tokio::test]
 async fn slow_tokens_are_delivered_as_they_come() {
     let provider = ScriptedProvider::start();
-    let pieces: Vec<String> = (0..10).map(|i| format!("t{i} ")).collect();
+    let pieces: Vec<String> = (0..20).map(|i| format!("t{i} ")).collect();
     let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
     provider.push(
         Reply::stream(Dialect::OpenAi, &Turn::text(&pieces)).token_delay(Duration::from_millis(50)),
@@ -604,7 +604,7 @@ async fn slow_tokens_are_delivered_as_they_come() {
     assert!(provider.outcomes().is_empty());
     let (rest, error) = tokio::time::timeout(LIMIT, drain(stream)).await.unwrap();
     assert!(error.is_none(), "{error:?}");
-    assert!(text_of(&rest).ends_with("t9 "));
+    assert!(text_of(&rest).ends_with("t19 "));
 }
 
 #[tokio::test]
