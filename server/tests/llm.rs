@@ -589,6 +589,26 @@ async fn a_server_that_does_not_stream_is_reported_not_retried() {
 }
 
 #[tokio::test]
+async fn an_answer_cut_by_max_tokens_finishes_with_length() {
+    for dialect in BOTH {
+        let provider = ScriptedProvider::start();
+        let reason = if dialect == Dialect::OpenAi {
+            "length"
+        } else {
+            "max_tokens"
+        };
+        provider.push(Reply::stream(
+            dialect,
+            &Turn::text(&["trunc"]).finish(reason),
+        ));
+        let model = client(dialect, &provider, settings());
+        let (events, error) = run(model.as_ref(), &request()).await;
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(events.last(), Some(&Event::Finish(FinishReason::Length)));
+    }
+}
+
+#[tokio::test]
 async fn slow_tokens_are_delivered_as_they_come() {
     let provider = ScriptedProvider::start();
     let pieces: Vec<String> = (0..20).map(|i| format!("t{i} ")).collect();

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -279,11 +279,6 @@ impl Reply {
         self.end = End::StallAfter(events);
         self
     }
-
-    /// The number of SSE events of a streamed reply.
-    pub fn event_count(&self) -> usize {
-        self.events.as_ref().map_or(0, Vec::len)
-    }
 }
 
 fn sse_event(name: Option<&str>, data: &Value) -> String {
@@ -469,14 +464,12 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
-    changed: Condvar,
     shutdown: AtomicBool,
 }
 
 impl Shared {
     fn record_outcome(&self, outcome: Outcome) {
         self.state.lock().unwrap().outcomes.push(outcome);
-        self.changed.notify_all();
     }
 
     fn stopping(&self) -> bool {
@@ -497,7 +490,6 @@ impl ScriptedProvider {
         let addr = listener.local_addr().expect("local addr");
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
-            changed: Condvar::new(),
             shutdown: AtomicBool::new(false),
         });
         let accept_shared = Arc::clone(&shared);
@@ -545,22 +537,6 @@ impl ScriptedProvider {
     pub fn outcomes(&self) -> Vec<Outcome> {
         self.shared.state.lock().unwrap().outcomes.clone()
     }
-
-    /// Waits until `count` replies have an outcome; panics after `timeout`.
-    pub fn wait_for_outcomes(&self, count: usize, timeout: Duration) -> Vec<Outcome> {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.state.lock().unwrap();
-        while state.outcomes.len() < count {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "waited {timeout:?} for {count} outcomes, have {:?}",
-                state.outcomes
-            );
-            state = self.shared.changed.wait_timeout(state, left).unwrap().0;
-        }
-        state.outcomes.clone()
-    }
 }
 
 impl Drop for ScriptedProvider {
@@ -595,7 +571,6 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
             state.requests.push(request);
             state.replies.pop_front()
         };
-        shared.changed.notify_all();
         let keep_open = match reply {
             Some(reply) => send_reply(&mut writer, reader.get_ref(), &reply, shared),
             None => {
