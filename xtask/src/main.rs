@@ -3,6 +3,7 @@
 mod bench;
 mod bench_edit;
 mod bench_index;
+mod bench_llm;
 mod bench_retrieval;
 mod demo;
 mod fuzz;
@@ -22,6 +23,9 @@ tasks:
                    [--files N]; writes docs/benchmarks.md
   bench index      the symbol index and grep against universal-ctags and ripgrep, recall
                    against ctags [--corpus DIR]; writes docs/benchmarks.md
+  bench llm        the model clients' overhead per token and per request against plain
+                   reqwest, and prompt-prefix stability over a 50-step session;
+                   writes docs/benchmarks.md
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 

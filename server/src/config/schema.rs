@@ -29,9 +29,89 @@ pub static KEYS: &[KeySpec] = &[
         default: None,
         secret: false,
         workspace_file: true,
-        doc: "the model for agent tasks, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5)",
+        doc: "the model for agent tasks, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5), or auto to pick a tier per task",
+        integer: false,
+        validate: validate_model_or_auto,
+    },
+    KeySpec {
+        key: "models.fast.model",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "the fast tier (PROVIDER/MODEL): side calls (summaries, titles, simple rewrites) and, with model = auto, simple tasks",
         integer: false,
         validate: validate_model,
+    },
+    KeySpec {
+        key: "models.strong.model",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "the strong tier (PROVIDER/MODEL): with model = auto, tasks that implement, fix or refactor",
+        integer: false,
+        validate: validate_model,
+    },
+    KeySpec {
+        key: "prices",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "USD per million tokens, over the built-in table: PROVIDER/MODEL=INPUT/CACHED/OUTPUT[/CACHE_WRITE]; ...",
+        integer: false,
+        validate: validate_prices,
+    },
+    KeySpec {
+        key: "llm.connect_timeout_secs",
+        env: None,
+        default: Some("10"),
+        secret: false,
+        workspace_file: true,
+        doc: "seconds to open a connection to a model provider",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
+        key: "llm.first_byte_timeout_secs",
+        env: None,
+        default: Some("120"),
+        secret: false,
+        workspace_file: true,
+        doc: "seconds from sending a request to the first byte of the answer (prompt processing; slow on local models)",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
+        key: "llm.idle_timeout_secs",
+        env: None,
+        default: Some("60"),
+        secret: false,
+        workspace_file: true,
+        doc: "seconds of silence in a streamed answer before it counts as stalled",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
+        key: "llm.max_attempts",
+        env: None,
+        default: Some("4"),
+        secret: false,
+        workspace_file: true,
+        doc: "attempts per model call, the first included (retries on 429, 5xx, failed connections and streams cut before any output)",
+        integer: true,
+        validate: validate_attempts,
+    },
+    KeySpec {
+        key: "llm.max_retry_wait_secs",
+        env: None,
+        default: Some("60"),
+        secret: false,
+        workspace_file: true,
+        doc: "the longest wait between attempts, even when the provider's Retry-After asks for more",
+        integer: true,
+        validate: validate_positive,
     },
     KeySpec {
         key: "providers.openai.base_url",
@@ -109,10 +189,33 @@ pub fn is_section(prefix: &str) -> bool {
 }
 
 fn validate_model(value: &str) -> Result<(), String> {
-    match value.split_once('/') {
-        Some((provider, model)) if !provider.is_empty() && !model.is_empty() => Ok(()),
+    crate::llm::ModelId::parse(value).map(|_| ())
+}
+
+fn validate_model_or_auto(value: &str) -> Result<(), String> {
+    if value == "auto" {
+        Ok(())
+    } else {
+        validate_model(value)
+    }
+}
+
+fn validate_prices(value: &str) -> Result<(), String> {
+    crate::llm::accounting::parse(value).map(|_| ())
+}
+
+fn validate_positive(value: &str) -> Result<(), String> {
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err(format!("expected a positive whole number, found {value:?}")),
+    }
+}
+
+fn validate_attempts(value: &str) -> Result<(), String> {
+    match value.parse::<u64>() {
+        Ok(1..=20) => Ok(()),
         _ => Err(format!(
-            "expected PROVIDER/MODEL such as openai/gpt-4.1, found {value:?}"
+            "expected a number of attempts from 1 to 20, found {value:?}"
         )),
     }
 }
@@ -158,6 +261,8 @@ mod tests {
         assert!(is_section("providers.openai"));
         assert!(!is_section("provider"));
         assert!(!is_section("model"));
+        assert!(is_section("models.fast"));
+        assert!(is_section("llm"));
     }
 
     #[test]

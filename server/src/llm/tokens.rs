@@ -2,13 +2,50 @@
 //!
 //! `o200k_base` is the estimate for every provider: exact for current OpenAI models, within a
 //! few percent for the others, which publish no tokenizer. Building the encoder costs a few
-//! hundred milliseconds once per process, so it is built on first use and shared.
+//! hundred milliseconds once per process, so it is built on first use and shared. Providers
+//! report the real counts with each answer ([`super::Usage`]); estimates are for deciding
+//! before a call (what fits, when to compact).
+
+use super::types::{Message, Request};
 
 /// The number of tokens `text` takes.
 pub fn count(text: &str) -> usize {
     tiktoken_rs::o200k_base_singleton()
         .encode_ordinary(text)
         .len()
+}
+
+/// Framing each message adds beyond its text (role, separators), as OpenAI documents it.
+const PER_MESSAGE: usize = 4;
+
+/// An estimate of the prompt tokens `request` takes: system prompt, tool schemas, messages.
+pub fn estimate_request(request: &Request) -> usize {
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|tool| {
+            count(&tool.name) + count(&tool.description) + count(&tool.parameters.to_string())
+        })
+        .sum();
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|message| {
+            PER_MESSAGE
+                + match message {
+                    Message::User(text) => count(text),
+                    Message::Assistant { text, tool_calls } => {
+                        count(text)
+                            + tool_calls
+                                .iter()
+                                .map(|call| count(&call.name) + count(&call.arguments))
+                                .sum::<usize>()
+                    }
+                    Message::ToolResult { content, .. } => count(content),
+                }
+        })
+        .sum();
+    count(&request.system) + PER_MESSAGE + tools + messages
 }
 
 #[cfg(test)]
@@ -22,5 +59,19 @@ mod tests {
         let n = count(code);
         assert!((8..=30).contains(&n), "{n}");
         assert_eq!(count(code), n);
+    }
+
+    #[test]
+    fn a_request_estimate_grows_with_its_history() {
+        let mut request = Request {
+            system: "You are a coding agent.".into(),
+            ..Request::default()
+        };
+        let empty = estimate_request(&request);
+        request.messages.push(Message::User(
+            "rename parse to parse_all in src/lib.rs".into(),
+        ));
+        let one = estimate_request(&request);
+        assert!(one > empty + PER_MESSAGE, "{empty} {one}");
     }
 }

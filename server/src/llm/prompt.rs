@@ -1,0 +1,108 @@
+//! The prompt builder: a session's transcript, append-only, so each step's request extends
+//! the previous one and the provider's prompt cache keeps working (DESIGN.md, "Latency
+//! discipline").
+//!
+//! The system prompt, the tool schemas, the sampling settings and the cache key are fixed
+//! when the transcript is made; messages are only appended. Volatile facts (time, git state)
+//! belong in the newest message, never in the system prompt. The one sanctioned rewrite is
+//! compaction, which replaces old messages with a summary and counts itself in
+//! [`Transcript::rewrites`], so a caller (or a test) knows where the prefix was given up.
+
+use super::types::{Message, Request, Sampling, ToolSchema};
+
+#[derive(Clone, Debug)]
+pub struct Transcript {
+    base: Request,
+    rewrites: u32,
+}
+
+/// What starts the summary message compaction leaves in place of older messages.
+pub const COMPACTION_MARKER: &str = "[Earlier conversation, compacted]";
+
+impl Transcript {
+    pub fn new(
+        system: String,
+        tools: Vec<ToolSchema>,
+        sampling: Sampling,
+        cache_key: Option<String>,
+    ) -> Self {
+        Self {
+            base: Request {
+                system,
+                tools,
+                messages: Vec::new(),
+                sampling,
+                cache_key,
+                prediction: None,
+            },
+            rewrites: 0,
+        }
+    }
+
+    pub fn push(&mut self, message: Message) {
+        self.base.messages.push(message);
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.base.messages
+    }
+
+    /// How many times history was rewritten. Two requests built with the same count share
+    /// their prefix byte for byte.
+    pub fn rewrites(&self) -> u32 {
+        self.rewrites
+    }
+
+    /// The request for the next step.
+    pub fn request(&self) -> Request {
+        self.base.clone()
+    }
+
+    /// Replaces the messages before `keep_from` with one user message holding `summary`.
+    /// The cut moves forward past tool results, so no result is kept without its call.
+    pub fn compact(&mut self, keep_from: usize, summary: &str) {
+        let messages = &mut self.base.messages;
+        let mut keep_from = keep_from.min(messages.len());
+        while matches!(messages.get(keep_from), Some(Message::ToolResult { .. })) {
+            keep_from += 1;
+        }
+        messages.splice(
+            ..keep_from,
+            [Message::User(format!("{COMPACTION_MARKER}\n{summary}"))],
+        );
+        self.rewrites += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::types::ToolCall;
+
+    #[test]
+    fn compaction_keeps_calls_with_their_results_and_counts_itself() {
+        let mut transcript = Transcript::new("sys".into(), Vec::new(), Sampling::default(), None);
+        transcript.push(Message::User("task".into()));
+        transcript.push(Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "1".into(),
+                name: "grep".into(),
+                arguments: "{}".into(),
+            }],
+        });
+        transcript.push(Message::ToolResult {
+            call_id: "1".into(),
+            content: "out".into(),
+            is_error: false,
+        });
+        transcript.push(Message::User("more".into()));
+        transcript.compact(2, "searched");
+        assert_eq!(transcript.rewrites(), 1);
+        assert_eq!(transcript.messages().len(), 2);
+        assert!(
+            matches!(&transcript.messages()[0], Message::User(text) if text.starts_with(COMPACTION_MARKER))
+        );
+        assert_eq!(transcript.messages()[1], Message::User("more".into()));
+    }
+}
