@@ -9,6 +9,7 @@ use serde_json::json;
 use wright::config::{self, Config, Layers};
 use wright::index::{self, Index, Report};
 use wright::retrieval;
+use wright::router::Router;
 use wright::search::{self, GrepQuery};
 use wright::workspace::{DiskOnly, WalkOptions};
 
@@ -36,7 +37,7 @@ impl Workspace {
         }
     }
 
-    fn walk_options(&self) -> WalkOptions {
+    pub fn walk_options(&self) -> WalkOptions {
         WalkOptions {
             max_file_size: self
                 .config
@@ -322,4 +323,209 @@ pub fn context(
     }
     writeln!(out, "── {} of {} tokens", context.tokens, context.budget)?;
     Ok(0)
+}
+
+/// `wright exec TASK`: the agent on the workspace, headless.
+pub async fn exec(
+    workspace: &Workspace,
+    task: &str,
+    model: Option<&str>,
+    max_steps: u32,
+    json: bool,
+) -> anyhow::Result<u8> {
+    use std::sync::Arc;
+    use wright::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session, exec::DiskTarget};
+
+    let router = match Router::from_config(&workspace.config, model) {
+        Ok(router) => router,
+        Err(err) => {
+            eprintln!("wright: {err}");
+            return Ok(1);
+        }
+    };
+    let decision = router.route_task(task);
+    let chat = match wright::llm::connect(&workspace.config, &decision.model) {
+        Ok(chat) => chat,
+        Err(err) => {
+            eprintln!("wright: {err}");
+            return Ok(1);
+        }
+    };
+    // Without an index the agent still greps and reads; say why it has none.
+    let index = match workspace.fresh_index(json) {
+        Ok((index, _)) => Some(Arc::new(index)),
+        Err(err) => {
+            eprintln!("wright: working without the symbol index: {err:#}");
+            None
+        }
+    };
+    let context = index.as_deref().map(|index| {
+        retrieval::retrieve(
+            index,
+            &DiskOnly,
+            &retrieval::Query {
+                text: task.to_owned(),
+                budget: 4000,
+                ..retrieval::Query::default()
+            },
+        )
+    });
+    let env = |var: &str| std::env::var(var).ok();
+    let target = Arc::new(DiskTarget::new(
+        &workspace.root,
+        wright::edit::command::configured_gate(&workspace.root, &env),
+    ));
+    let cancel = Cancel::new();
+    let tools = Arc::new(agent::tools::ToolContext {
+        root: workspace.root.clone(),
+        overlay: Arc::new(DiskOnly),
+        index,
+        walk: workspace.walk_options(),
+        edits: target.clone(),
+        commands: None,
+        test_command: workspace
+            .config
+            .get("agent.test_command")
+            .map(str::to_owned),
+        cancel: cancel.clone(),
+        plan: Default::default(),
+    });
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let id = format!(
+        "exec-{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let _ = events.send(AgentEvent::Model {
+        model: decision.model.to_string(),
+        tier: Some(format!("{:?}", decision.tier).to_lowercase()),
+        reason: decision.reason.clone(),
+    });
+    let mut session = Session::new(
+        &id,
+        chat,
+        tools,
+        agent::prompt::system_prompt(&workspace.root),
+        agent::prompt::task_message(
+            task,
+            &agent::prompt::EditorFocus::default(),
+            context.as_ref(),
+        ),
+        Limits {
+            max_steps,
+            ..Limits::default()
+        },
+        events,
+    );
+    let printer = tokio::spawn(async move {
+        let mut stderr = std::io::stderr();
+        while let Some(event) = received.recv().await {
+            print_event(&mut stderr, &event);
+        }
+    });
+    let interrupt = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nwright: cancelling (Ctrl-C)");
+                cancel.cancel();
+            }
+        })
+    };
+    let outcome = session.run().await;
+    interrupt.abort();
+    drop(session);
+    let _ = printer.await;
+
+    let data_dir = config::data_dir(&env);
+    if let Some(record) = target.record(&workspace.root) {
+        match record.save(&data_dir) {
+            Ok(_) => eprintln!("wright: `wright exec --undo` puts the changed files back"),
+            Err(err) => eprintln!("wright: could not save the undo record: {err}"),
+        }
+    }
+    if json {
+        let mut value = serde_json::to_value(&outcome)?;
+        value["model"] = json!(decision.model.to_string());
+        writeln!(std::io::stdout(), "{value}")?;
+    } else if !outcome.message.is_empty() {
+        writeln!(std::io::stdout(), "{}", outcome.message.trim_end())?;
+    }
+    Ok(match outcome.status {
+        FinalStatus::Done => 0,
+        FinalStatus::Cancelled | FinalStatus::Failed => 1,
+    })
+}
+
+/// One event as a line (or a streamed fragment) on stderr.
+fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
+    use wright::agent::AgentEvent;
+    let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    let _ = match event {
+        AgentEvent::Model { model, reason, .. } => writeln!(out, "model {model}: {reason}"),
+        AgentEvent::StepStarted { step } => writeln!(out, "── step {step}"),
+        AgentEvent::TextDelta { text } => write!(out, "{text}"),
+        AgentEvent::ToolCall {
+            name, arguments, ..
+        } => {
+            let arguments: String = arguments.chars().take(160).collect();
+            writeln!(out, "\n→ {name} {arguments}")
+        }
+        AgentEvent::ToolResult {
+            is_error, output, ..
+        } => writeln!(
+            out,
+            "  {} {}",
+            if *is_error { "✗" } else { "✓" },
+            first_line(output)
+        ),
+        AgentEvent::FilesChanged { paths } => writeln!(out, "  changed {}", paths.join(", ")),
+        AgentEvent::Plan { steps } => writeln!(out, "  plan: {} steps", steps.len()),
+        AgentEvent::Usage { total } => writeln!(
+            out,
+            "\n  tokens: {} in ({} cached), {} out",
+            total.input, total.cached_input, total.output
+        ),
+        AgentEvent::Error { message } => writeln!(out, "error: {message}"),
+        AgentEvent::Finished { outcome } => writeln!(
+            out,
+            "── {:?} after {} steps{}",
+            outcome.status,
+            outcome.steps,
+            outcome
+                .reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
+    };
+}
+
+/// `wright exec --undo`.
+pub fn exec_undo(workspace: &Workspace, json: bool) -> anyhow::Result<u8> {
+    let env = |var: &str| std::env::var(var).ok();
+    let data_dir = config::data_dir(&env);
+    let result = wright::agent::exec::UndoRecord::undo(&data_dir, &workspace.root);
+    if json {
+        let value = match &result {
+            Ok(files) => json!({"undone": true, "files": files}),
+            Err(err) => json!({"undone": false, "error": err.to_string()}),
+        };
+        writeln!(std::io::stdout(), "{value}")?;
+    }
+    match result {
+        Ok(files) => {
+            if !json {
+                for file in files {
+                    println!("restored {}", file.display());
+                }
+            }
+            Ok(0)
+        }
+        Err(err) => {
+            eprintln!("wright: {err}");
+            Ok(1)
+        }
+    }
 }

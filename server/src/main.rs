@@ -76,6 +76,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the agent headless on --root: edits land on disk (atomically, each recorded for
+    /// --undo), progress streams to stderr. Exit 0 done, 1 failed or cancelled, 2 usage error.
+    Exec {
+        /// What to do, in words (not needed with --undo).
+        #[arg(required_unless_present = "undo")]
+        task: Option<String>,
+        /// PROVIDER/MODEL, or auto; overrides WRIGHT_MODEL and the configuration.
+        #[arg(long)]
+        model: Option<String>,
+        /// Model calls before the run gives up.
+        #[arg(long, default_value_t = 50)]
+        max_steps: u32,
+        /// Print one JSON document with the result on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Put back every file the last run on --root changed (refused if one changed since).
+        #[arg(long, conflicts_with = "task")]
+        undo: bool,
+    },
     /// Search the workspace with a regular expression (ignore rules respected).
     Grep {
         pattern: String,
@@ -200,6 +219,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &mut std::io::stdout().lock(),
             )
             .map(ExitCode::from)
+        }
+        Command::Exec {
+            task,
+            model,
+            max_steps,
+            json,
+            undo,
+        } => {
+            let workspace = commands::Workspace::load(root);
+            if undo {
+                return commands::exec_undo(&workspace, json).map(ExitCode::from);
+            }
+            let task = task.context("a task is required")?;
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            runtime
+                .block_on(commands::exec(
+                    &workspace,
+                    &task,
+                    model.as_deref(),
+                    max_steps,
+                    json,
+                ))
+                .map(ExitCode::from)
         }
         Command::Grep {
             pattern,

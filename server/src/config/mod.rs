@@ -350,6 +350,18 @@ pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
         .join("wright")
 }
 
+/// Where state worth keeping lives (sessions, the undo record of `wright exec`):
+/// `$XDG_DATA_HOME/wright`, falling back to `~/.local/share/wright`, else the system temp
+/// directory.
+pub fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    env("XDG_DATA_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".local").join("share")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("wright")
+}
+
 /// `<root>/.wright/config.toml`.
 pub fn workspace_file(root: &Path) -> PathBuf {
     root.join(".wright").join("config.toml")

@@ -154,6 +154,16 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_nonempty,
     },
     KeySpec {
+        key: "agent.test_command",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "the command run_tests runs (default: detected from Cargo.toml, go.mod, package.json, pyproject.toml)",
+        integer: false,
+        validate: validate_nonempty,
+    },
+    KeySpec {
         key: "index.max_file_size",
         env: None,
         default: Some("1048576"),

@@ -27,7 +27,7 @@ use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Term};
 
 pub use extract::{Definition, Extracted, Reference, extract};
 pub use schema::{identifier_parts, words};
-pub use store::FileRecord;
+pub use store::{FileRecord, root_key};
 
 use crate::languages::Language;
 use crate::workspace::{self, FileText, SkipReason, Skipped, WalkOptions};

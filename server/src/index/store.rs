@@ -76,6 +76,11 @@ pub fn hash(bytes: &[u8]) -> u64 {
 
 /// The folder of `root`'s index inside `cache_dir`.
 pub fn index_dir(cache_dir: &Path, root: &Path) -> PathBuf {
+    cache_dir.join("index").join(root_key(root))
+}
+
+/// A file name that stands for `root`: a hash of its path, then its folder's name for people.
+pub fn root_key(root: &Path) -> String {
     let name: String = root
         .file_name()
         .map(|n| {
@@ -87,7 +92,7 @@ pub fn index_dir(cache_dir: &Path, root: &Path) -> PathBuf {
         })
         .unwrap_or_default();
     let key = hash(root.as_os_str().as_encoded_bytes());
-    cache_dir.join("index").join(format!("{key:016x}-{name}"))
+    format!("{key:016x}-{name}")
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {

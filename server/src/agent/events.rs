@@ -1,0 +1,83 @@
+//! What a session reports as it goes, and how it ended: the values behind `wright exec`'s
+//! stderr and `--json`, and (with the agent protocol) the editor's `wright/agentEvent`s.
+
+use serde::Serialize;
+
+use super::tools::PlanStep;
+use crate::llm::Usage;
+
+/// One thing that happened in a session, in order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum AgentEvent {
+    /// The model chosen for the task, and why.
+    Model {
+        model: String,
+        tier: Option<String>,
+        reason: String,
+    },
+    /// A model call starts.
+    StepStarted {
+        step: u32,
+    },
+    /// Text the model wrote, as it streams.
+    TextDelta {
+        text: String,
+    },
+    /// A tool call the model made, about to run.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// Its result (`output` is what the model sees).
+    ToolResult {
+        id: String,
+        name: String,
+        is_error: bool,
+        output: String,
+    },
+    /// Files an edit changed.
+    FilesChanged {
+        paths: Vec<String>,
+    },
+    Plan {
+        steps: Vec<PlanStep>,
+    },
+    /// The session's token use so far.
+    Usage {
+        #[serde(flatten)]
+        total: Usage,
+    },
+    /// A model call failed and the session goes on or stops (see the outcome).
+    Error {
+        message: String,
+    },
+    Finished {
+        outcome: Outcome,
+    },
+}
+
+/// How a session ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub status: FinalStatus,
+    /// The model's last words (its summary of the work).
+    pub message: String,
+    /// Why it failed or stopped early, in words the user can act on.
+    pub reason: Option<String>,
+    pub steps: u32,
+    pub files_changed: Vec<String>,
+    pub usage: Usage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FinalStatus {
+    /// The model finished.
+    Done,
+    Cancelled,
+    /// A model error, or a limit (steps, tokens, time) reached before the model finished.
+    Failed,
+}

@@ -1,0 +1,154 @@
+//! Headless runs (`wright exec`): the workspace on disk is where edits land, each applied
+//! atomically, and the whole run is recorded so `wright exec --undo` can put every file back
+//! as it was — refusing, file by file checked first, if anything changed since.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::tools::EditTarget;
+use crate::edit::{Checkpoint, DiskFiles, EditError, FileSource, GateMode, Plan};
+
+/// The disk as an edit target, remembering each touched file's state before the run's first
+/// change to it and after its last.
+pub struct DiskTarget {
+    files: DiskFiles,
+    gate: GateMode,
+    /// Each touched file's text before the run and now (`None`: missing).
+    touched: Mutex<BTreeMap<PathBuf, UndoFile>>,
+}
+
+impl DiskTarget {
+    pub fn new(root: &Path, gate: GateMode) -> Self {
+        Self {
+            files: DiskFiles::new(root),
+            gate,
+            touched: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// What the run changed, as an undo record (`None` when it changed nothing).
+    pub fn record(&self, root: &Path) -> Option<UndoRecord> {
+        let touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
+        let files: Vec<UndoFile> = touched
+            .values()
+            .filter(|file| file.before != file.after)
+            .cloned()
+            .collect();
+        (!files.is_empty()).then(|| UndoRecord {
+            root: root.to_path_buf(),
+            files,
+        })
+    }
+}
+
+impl EditTarget for DiskTarget {
+    fn source(&self) -> &dyn FileSource {
+        &self.files
+    }
+
+    fn apply(&self, plan: &Plan) -> Result<(), EditError> {
+        self.files.apply(plan)?;
+        let mut touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
+        for file in &plan.files {
+            let before = file.before.as_ref().map(|b| b.text.clone());
+            touched
+                .entry(file.path.clone())
+                .and_modify(|touched| touched.after.clone_from(&file.after))
+                .or_insert(UndoFile {
+                    path: file.path.clone(),
+                    before,
+                    after: file.after.clone(),
+                });
+        }
+        Ok(())
+    }
+
+    fn gate(&self) -> GateMode {
+        self.gate
+    }
+}
+
+/// The files one `wright exec` run changed, before and after.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoRecord {
+    pub root: PathBuf,
+    pub files: Vec<UndoFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoFile {
+    pub path: PathBuf,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    #[error("no `wright exec` run to undo in {}", .0.display())]
+    Nothing(PathBuf),
+    #[error("the undo record {} cannot be read: {reason}", path.display())]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("nothing restored: {0}")]
+    Refused(EditError),
+}
+
+impl UndoRecord {
+    /// Where the last run's record for `root` lives under `data_dir`.
+    pub fn location(data_dir: &Path, root: &Path) -> PathBuf {
+        let key = crate::index::root_key(root);
+        data_dir.join("exec").join(format!("{key}.json"))
+    }
+
+    /// Writes the record atomically (a temporary file renamed into place).
+    pub fn save(&self, data_dir: &Path) -> std::io::Result<PathBuf> {
+        let path = Self::location(data_dir, &self.root);
+        let dir = path.parent().expect("the record has a folder");
+        std::fs::create_dir_all(dir)?;
+        let temp = dir.join(format!(".undo-{}.tmp", std::process::id()));
+        std::fs::write(
+            &temp,
+            serde_json::to_vec(self).map_err(std::io::Error::other)?,
+        )?;
+        std::fs::rename(&temp, &path)?;
+        Ok(path)
+    }
+
+    /// Restores every file of the last run on `root` to its state before the run, all or
+    /// none: a file changed since the run refuses the whole undo. The record is removed once
+    /// restored.
+    pub fn undo(data_dir: &Path, root: &Path) -> Result<Vec<PathBuf>, UndoError> {
+        let path = Self::location(data_dir, root);
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(UndoError::Nothing(root.to_path_buf()));
+            }
+            Err(err) => {
+                return Err(UndoError::Unreadable {
+                    path,
+                    reason: err.to_string(),
+                });
+            }
+        };
+        let record: UndoRecord =
+            serde_json::from_slice(&text).map_err(|err| UndoError::Unreadable {
+                path: path.clone(),
+                reason: err.to_string(),
+            })?;
+        let checkpoint = Checkpoint {
+            files: record
+                .files
+                .iter()
+                .map(|file| (file.path.clone(), file.before.clone(), file.after.clone()))
+                .collect(),
+        };
+        DiskFiles::new(root)
+            .apply(&checkpoint.inverse())
+            .map_err(UndoError::Refused)?;
+        let _ = std::fs::remove_file(&path);
+        Ok(record.files.into_iter().map(|file| file.path).collect())
+    }
+}

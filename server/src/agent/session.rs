@@ -1,0 +1,324 @@
+//! One agent session: the step loop.
+//!
+//! Each step sends the transcript (append-only, so every request extends the previous one and
+//! stays cacheable) and reads the streamed answer; the tool calls it holds run — consecutive
+//! read-only calls together on blocking threads, every other call alone and in order — and
+//! their results are appended. The loop ends when the model answers without a tool call, when
+//! a limit is reached, when the model fails, or when the session is cancelled; cancellation
+//! drops the model's stream (which aborts the HTTP request) and reaches a running command
+//! through the tools' [`Cancel`].
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::time::Instant;
+
+use super::Cancel;
+use super::events::{AgentEvent, FinalStatus, Outcome};
+use super::tools::{self, ToolContext, ToolOutput};
+use crate::llm::{
+    ChatModel, Event, FinishReason, LlmError, Message, Sampling, ToolCall, Transcript, Usage,
+};
+
+/// When a session gives up.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Model calls.
+    pub max_steps: u32,
+    /// Input plus output tokens over the session, as the provider reported them.
+    pub max_tokens: u64,
+    pub wall_time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_steps: 50,
+            max_tokens: 5_000_000,
+            wall_time: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// What can happen while the loop waits: the closed set of inputs a step reacts to.
+enum Input {
+    Model(Result<Event, LlmError>),
+    /// The model's stream ended.
+    ModelDone,
+    Cancelled,
+    /// The session's wall-time limit passed.
+    Deadline,
+}
+
+pub struct Session {
+    model: Arc<dyn ChatModel>,
+    tools: Arc<ToolContext>,
+    transcript: Transcript,
+    limits: Limits,
+    events: UnboundedSender<AgentEvent>,
+    usage: Usage,
+    steps: u32,
+    changed: BTreeSet<String>,
+}
+
+impl Session {
+    /// A session that starts from `task_message` (the task and its context) with the tools of
+    /// `tools`; `id` keys the provider's prompt cache.
+    pub fn new(
+        id: &str,
+        model: Arc<dyn ChatModel>,
+        tools: Arc<ToolContext>,
+        system: String,
+        task_message: String,
+        limits: Limits,
+        events: UnboundedSender<AgentEvent>,
+    ) -> Self {
+        let mut transcript = Transcript::new(
+            system,
+            tools::schemas(&tools),
+            Sampling::default(),
+            Some(id.to_owned()),
+        );
+        transcript.push(Message::User(task_message));
+        Self {
+            model,
+            tools,
+            transcript,
+            limits,
+            events,
+            usage: Usage::default(),
+            steps: 0,
+            changed: BTreeSet::new(),
+        }
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    fn cancel(&self) -> &Cancel {
+        &self.tools.cancel
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        // A caller that stopped listening does not stop the session.
+        let _ = self.events.send(event);
+    }
+
+    /// Runs the session to its end.
+    pub async fn run(&mut self) -> Outcome {
+        let deadline = Instant::now() + self.limits.wall_time;
+        loop {
+            if self.steps >= self.limits.max_steps {
+                return self.end(
+                    FinalStatus::Failed,
+                    String::new(),
+                    Some(format!(
+                        "reached the step limit ({}) before the model finished; raise \
+                         --max-steps or split the task",
+                        self.limits.max_steps
+                    )),
+                );
+            }
+            self.steps += 1;
+            self.emit(AgentEvent::StepStarted { step: self.steps });
+
+            let (text, calls, finish) = match self.model_turn(deadline).await {
+                Ok(turn) => turn,
+                Err(ended) => return ended,
+            };
+            self.emit(AgentEvent::Usage { total: self.usage });
+            self.transcript.push(Message::Assistant {
+                text: text.clone(),
+                tool_calls: calls.clone(),
+            });
+            if self.usage.input + self.usage.output > self.limits.max_tokens {
+                return self.end(
+                    FinalStatus::Failed,
+                    text,
+                    Some(format!(
+                        "used {} tokens, over the session's limit of {}",
+                        self.usage.input + self.usage.output,
+                        self.limits.max_tokens
+                    )),
+                );
+            }
+            if calls.is_empty() {
+                return match finish {
+                    Some(FinishReason::Length) => self.end(
+                        FinalStatus::Failed,
+                        text,
+                        Some("the model's answer was cut at its output token limit".to_owned()),
+                    ),
+                    Some(FinishReason::ContentFilter) => self.end(
+                        FinalStatus::Failed,
+                        text,
+                        Some(
+                            "the provider withheld the model's answer (content filter)".to_owned(),
+                        ),
+                    ),
+                    _ => self.end(FinalStatus::Done, text, None),
+                };
+            }
+            if let Err(ended) = self.run_tools(&calls, deadline).await {
+                return ended;
+            }
+        }
+    }
+
+    /// One model call, streamed: its text, its tool calls, and why it stopped.
+    async fn model_turn(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<(String, Vec<ToolCall>, Option<FinishReason>), Outcome> {
+        let cancel = self.cancel().clone();
+        let mut stream = self.model.stream(&self.transcript.request());
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut finish = None;
+        loop {
+            let input = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Input::Cancelled,
+                () = tokio::time::sleep_until(deadline) => Input::Deadline,
+                item = stream.next() => item.map_or(Input::ModelDone, Input::Model),
+            };
+            match input {
+                Input::Model(Ok(Event::TextDelta(delta))) => {
+                    text.push_str(&delta);
+                    self.emit(AgentEvent::TextDelta { text: delta });
+                }
+                Input::Model(Ok(Event::ToolCallEnd { call, .. })) => calls.push(call),
+                Input::Model(Ok(Event::Usage(usage))) => self.usage.add(&usage),
+                Input::Model(Ok(Event::Finish(reason))) => finish = Some(reason),
+                Input::Model(Ok(Event::ToolCallStart { .. } | Event::ToolCallArgs { .. })) => {}
+                Input::Model(Err(err)) => {
+                    let message = err.to_string();
+                    self.emit(AgentEvent::Error {
+                        message: message.clone(),
+                    });
+                    return Err(self.end(FinalStatus::Failed, text, Some(message)));
+                }
+                Input::ModelDone => return Ok((text, calls, finish)),
+                // Dropping the stream (on return) aborts the HTTP request.
+                Input::Cancelled => return Err(self.cancelled(text)),
+                Input::Deadline => return Err(self.out_of_time(text)),
+            }
+        }
+    }
+
+    /// Runs `calls` in order, consecutive read-only ones together, and appends each result.
+    async fn run_tools(&mut self, calls: &[ToolCall], deadline: Instant) -> Result<(), Outcome> {
+        let mut start = 0;
+        while start < calls.len() {
+            let read_only = tools::is_read_only(&calls[start].name);
+            let end = if read_only {
+                start
+                    + calls[start..]
+                        .iter()
+                        .take_while(|call| tools::is_read_only(&call.name))
+                        .count()
+            } else {
+                start + 1
+            };
+            let batch = &calls[start..end];
+            for call in batch {
+                self.emit(AgentEvent::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+            let running = futures_util::future::join_all(batch.iter().map(|call| {
+                let tools = Arc::clone(&self.tools);
+                let call = call.clone();
+                async move {
+                    tokio::task::spawn_blocking(move || tools::call(&tools, &call))
+                        .await
+                        .unwrap_or_else(|panic| {
+                            ToolOutput::error(format!("the tool failed unexpectedly: {panic}"))
+                        })
+                }
+            }));
+            let cancel = self.cancel().clone();
+            let outputs = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(self.cancelled(String::new())),
+                () = tokio::time::sleep_until(deadline) => return Err(self.out_of_time(String::new())),
+                outputs = running => outputs,
+            };
+            for (call, output) in batch.iter().zip(outputs) {
+                self.record(call, output);
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, call: &ToolCall, output: ToolOutput) {
+        self.emit(AgentEvent::ToolResult {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            is_error: output.is_error,
+            output: output.content.clone(),
+        });
+        if !output.changed.is_empty() {
+            self.emit(AgentEvent::FilesChanged {
+                paths: output.changed.clone(),
+            });
+            self.changed.extend(output.changed);
+        }
+        if call.name == "update_plan" && !output.is_error {
+            let steps = self
+                .tools
+                .plan
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            self.emit(AgentEvent::Plan { steps });
+        }
+        self.transcript.push(Message::ToolResult {
+            call_id: call.id.clone(),
+            content: output.content,
+            is_error: output.is_error,
+        });
+    }
+
+    fn cancelled(&self, text: String) -> Outcome {
+        self.end(
+            FinalStatus::Cancelled,
+            text,
+            Some("cancelled by the user".to_owned()),
+        )
+    }
+
+    fn out_of_time(&self, text: String) -> Outcome {
+        self.tools.cancel.cancel();
+        self.end(
+            FinalStatus::Failed,
+            text,
+            Some(format!(
+                "ran past the session's time limit of {} s",
+                self.limits.wall_time.as_secs()
+            )),
+        )
+    }
+
+    fn end(&self, status: FinalStatus, message: String, reason: Option<String>) -> Outcome {
+        let outcome = Outcome {
+            status,
+            message,
+            reason,
+            steps: self.steps,
+            files_changed: self.changed.iter().cloned().collect(),
+            usage: self.usage,
+        };
+        self.emit(AgentEvent::Finished {
+            outcome: outcome.clone(),
+        });
+        outcome
+    }
+}

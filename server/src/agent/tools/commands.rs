@@ -1,0 +1,180 @@
+//! `run_command` and `run_tests`: commands through the session's [`CommandRunner`] (the
+//! sandbox), output capped head and tail for the prompt, test commands detected from the
+//! project's files.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Args, Failure, ToolContext, ToolOutput, ToolResult};
+use crate::agent::Cancel;
+
+/// Characters of a command's output the model sees: the head and the tail, the middle
+/// counted. Build logs put the cause near the end and the command line near the start.
+const OUTPUT_HEAD: usize = 3_000;
+const OUTPUT_TAIL: usize = 7_000;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const TEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A finished command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// `None` when the command was killed by a signal or the time limit.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    /// The runner itself dropped part of the output (its own cap).
+    pub truncated: bool,
+    pub duration_ms: u64,
+}
+
+/// Runs shell commands for the agent: the sandbox in the product, scripted ones in tests.
+pub trait CommandRunner: Send + Sync {
+    /// Runs `command` with `sh -c` in the workspace, for at most `timeout`; returns early,
+    /// with the command's process tree killed, once `cancel` fires. `Err` is a failure to
+    /// run at all (the sandbox could not start), in words the model can act on.
+    fn run(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<CommandOutput, String>;
+}
+
+pub(super) fn run_command(context: &ToolContext, args: &Args) -> ToolResult {
+    let command = args.string("command")?;
+    if command.trim().is_empty() {
+        return Err(Failure::Arguments("\"command\" is empty".to_owned()));
+    }
+    let timeout = args
+        .optional_u64("timeout_secs")?
+        .map_or(DEFAULT_TIMEOUT, |secs| {
+            Duration::from_secs(secs.clamp(1, 3600))
+        });
+    let output = run(context, command, timeout)?;
+    Ok(report(command, &output))
+}
+
+pub(super) fn run_tests(context: &ToolContext, args: &Args) -> ToolResult {
+    let filter = args
+        .optional_string("filter")?
+        .map(str::trim)
+        .filter(|f| !f.is_empty());
+    let Some(command) = test_command(&context.root, context.test_command.as_deref(), filter) else {
+        return Err(Failure::Refused(
+            "no test command found (no Cargo.toml, pyproject.toml/pytest.ini/setup.py, \
+             package.json with a test script, or go.mod at the root); run the tests with \
+             run_command, or set agent.test_command in .wright/config.toml"
+                .to_owned(),
+        ));
+    };
+    let output = run(context, &command, TEST_TIMEOUT)?;
+    Ok(report(&command, &output))
+}
+
+fn run(context: &ToolContext, command: &str, timeout: Duration) -> Result<CommandOutput, Failure> {
+    let runner = context
+        .commands
+        .as_ref()
+        .ok_or_else(|| Failure::Refused("commands cannot run in this session".to_owned()))?;
+    runner
+        .run(command, timeout, &context.cancel)
+        .map_err(|why| Failure::Refused(format!("{command}: could not run: {why}")))
+}
+
+/// The model's view of a finished command: its status first, then capped output.
+fn report(command: &str, output: &CommandOutput) -> ToolOutput {
+    let status = match (output.timed_out, output.exit_code) {
+        (true, _) => format!("timed out after {} ms (killed)", output.duration_ms),
+        (false, Some(code)) => format!("exit code {code}"),
+        (false, None) => "killed by a signal".to_owned(),
+    };
+    let mut out = format!("$ {command}\n{status}, {} ms\n", output.duration_ms);
+    for (name, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        if text.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "--- {name}");
+        out.push_str(&cap(text));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if output.truncated {
+        out.push_str("(the sandbox kept only the head and tail of the output)\n");
+    }
+    let failed = output.timed_out || output.exit_code != Some(0);
+    ToolOutput {
+        content: out,
+        is_error: failed,
+        changed: Vec::new(),
+    }
+}
+
+/// `text` with its middle replaced by a count when it is longer than the head and tail.
+pub(crate) fn cap(text: &str) -> String {
+    let chars = text.chars().count();
+    if chars <= OUTPUT_HEAD + OUTPUT_TAIL {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(OUTPUT_HEAD).collect();
+    let tail: String = text.chars().skip(chars - OUTPUT_TAIL).collect();
+    let middle = &text[head.len()..text.len() - tail.len()];
+    format!(
+        "{head}\n… {} lines ({} characters) left out …\n{tail}",
+        middle.lines().count(),
+        chars - OUTPUT_HEAD - OUTPUT_TAIL
+    )
+}
+
+/// The project's test command, from its files (or the configured one), with `filter`.
+pub(crate) fn test_command(
+    root: &Path,
+    configured: Option<&str>,
+    filter: Option<&str>,
+) -> Option<String> {
+    let quoted = filter.map(shell_quote);
+    if let Some(command) = configured {
+        return Some(match quoted {
+            Some(filter) => format!("{command} {filter}"),
+            None => command.to_owned(),
+        });
+    }
+    let has = |name: &str| root.join(name).exists();
+    let with = |base: &str, flag: &str| match &quoted {
+        Some(filter) => format!("{base} {flag}{filter}"),
+        None => base.to_owned(),
+    };
+    if has("Cargo.toml") {
+        return Some(with("cargo test", ""));
+    }
+    if has("go.mod") {
+        return Some(with("go test ./...", "-run "));
+    }
+    if has("package.json")
+        && std::fs::read_to_string(root.join("package.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .is_some_and(|package| package["scripts"]["test"].is_string())
+    {
+        return Some(with("npm test --silent --", "-t "));
+    }
+    if [
+        "pyproject.toml",
+        "pytest.ini",
+        "setup.py",
+        "setup.cfg",
+        "tox.ini",
+    ]
+    .iter()
+    .any(|name| has(name))
+    {
+        return Some(with("python3 -m pytest -q", "-k "));
+    }
+    None
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

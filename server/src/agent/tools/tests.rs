@@ -1,0 +1,337 @@
+//! The tools on a small workspace on disk: outputs, refusals, argument errors.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::*;
+use crate::agent::exec::DiskTarget;
+use crate::edit::GateMode;
+use crate::workspace::DiskOnly;
+
+struct Workspace(PathBuf);
+
+impl Workspace {
+    fn new(name: &str, files: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!("wright-tools-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in files {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        Self(dir)
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.0.join(path)).unwrap()
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn context(root: &Path, commands: Option<Arc<dyn CommandRunner>>) -> ToolContext {
+    ToolContext {
+        root: root.to_path_buf(),
+        overlay: Arc::new(DiskOnly),
+        index: None,
+        walk: WalkOptions::default(),
+        edits: Arc::new(DiskTarget::new(root, GateMode::Report)),
+        commands,
+        test_command: None,
+        cancel: Cancel::new(),
+        plan: Mutex::new(Vec::new()),
+    }
+}
+
+fn run(context: &ToolContext, name: &str, arguments: Json) -> ToolOutput {
+    call(
+        context,
+        &ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments: arguments.to_string(),
+        },
+    )
+}
+
+const LIB: &str = "fn one() -> i32 {\n    1\n}\n\nfn two() -> i32 {\n    1\n}\n";
+
+#[test]
+fn read_file_numbers_lines_and_reads_ranges() {
+    let ws = Workspace::new("read", &[("src/lib.rs", LIB)]);
+    let cx = context(&ws.0, None);
+    let all = run(&cx, "read_file", json!({"path": "src/lib.rs"}));
+    assert!(!all.is_error, "{}", all.content);
+    assert!(all.content.starts_with("src/lib.rs (lines 1-7 of 7)\n"));
+    assert!(all.content.contains("5\tfn two() -> i32 {\n"));
+    let part = run(
+        &cx,
+        "read_file",
+        json!({"path": "./src/lib.rs", "start_line": 5, "end_line": "6"}),
+    );
+    assert_eq!(
+        part.content,
+        "src/lib.rs (lines 5-6 of 7)\n5\tfn two() -> i32 {\n6\t    1\n"
+    );
+    let past = run(
+        &cx,
+        "read_file",
+        json!({"path": "src/lib.rs", "start_line": 40}),
+    );
+    assert!(
+        past.is_error && past.content.contains("has 7 lines"),
+        "{}",
+        past.content
+    );
+    let missing = run(&cx, "read_file", json!({"path": "src/nope.rs"}));
+    assert!(missing.is_error && missing.content.contains("no such file"));
+    let outside = run(&cx, "read_file", json!({"path": "../etc/passwd"}));
+    assert!(outside.is_error && outside.content.contains("leaves the workspace"));
+    let absolute = run(&cx, "read_file", json!({"path": "/etc/passwd"}));
+    assert!(absolute.is_error && absolute.content.contains("outside the workspace"));
+}
+
+#[test]
+fn list_dir_shows_a_tree_to_the_depth_asked() {
+    let ws = Workspace::new(
+        "list",
+        &[
+            ("src/lib.rs", LIB),
+            ("src/deep/er/x.rs", ""),
+            ("README.md", "hi"),
+            ("target/debug/junk", "x"),
+        ],
+    );
+    let cx = context(&ws.0, None);
+    let out = run(&cx, "list_dir", json!({})).content;
+    assert!(out.starts_with("./ (3 files)\n"), "{out}");
+    assert!(
+        out.contains("  README.md\n") && out.contains("  src/\n"),
+        "{out}"
+    );
+    assert!(out.contains("    deep/ (1 files)\n"), "{out}");
+    assert!(
+        !out.contains("junk"),
+        "generated folders are left out: {out}"
+    );
+    let deeper = run(&cx, "list_dir", json!({"path": "src", "depth": 5})).content;
+    assert!(deeper.contains("x.rs"), "{deeper}");
+}
+
+#[test]
+fn grep_groups_matches_by_file() {
+    let ws = Workspace::new(
+        "grep",
+        &[("src/lib.rs", LIB), ("src/main.rs", "fn main() {}\n")],
+    );
+    let cx = context(&ws.0, None);
+    let out = run(&cx, "grep", json!({"pattern": "fn \\w+\\(\\)"})).content;
+    assert_eq!(
+        out,
+        "src/lib.rs\n  1: fn one() -> i32 {\n  5: fn two() -> i32 {\nsrc/main.rs\n  1: fn main() {}\n"
+    );
+    let globbed = run(&cx, "grep", json!({"pattern": "fn", "glob": "*main*"})).content;
+    assert!(!globbed.contains("lib.rs"), "{globbed}");
+    let bad = run(&cx, "grep", json!({"pattern": "("}));
+    assert!(bad.is_error, "{}", bad.content);
+}
+
+#[test]
+fn edits_land_once_or_are_refused_with_the_candidates() {
+    let ws = Workspace::new("edit", &[("src/lib.rs", LIB)]);
+    let cx = context(&ws.0, None);
+    let ambiguous = run(
+        &cx,
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "    1\n", "new_string": "    2\n"}),
+    );
+    assert!(ambiguous.is_error, "{}", ambiguous.content);
+    assert!(
+        ambiguous.content.contains("lines 2, 6"),
+        "{}",
+        ambiguous.content
+    );
+    assert_eq!(ws.read("src/lib.rs"), LIB, "a refused edit writes nothing");
+
+    let landed = run(
+        &cx,
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "fn two() -> i32 {\n    1", "new_string": "fn two() -> i32 {\n    2"}),
+    );
+    assert!(!landed.is_error, "{}", landed.content);
+    assert_eq!(landed.changed, ["src/lib.rs"]);
+    assert!(ws.read("src/lib.rs").contains("    2\n}\n"));
+
+    let multi = run(
+        &cx,
+        "multi_edit",
+        json!({"path": "src/lib.rs", "edits": [
+            {"old_string": "fn one", "new_string": "fn first"},
+            {"old_string": "fn missing", "new_string": "fn x"},
+        ]}),
+    );
+    assert!(multi.is_error, "{}", multi.content);
+    assert!(ws.read("src/lib.rs").contains("fn one"), "all or none");
+
+    let written = run(
+        &cx,
+        "write_file",
+        json!({"path": "src/new.rs", "content": "pub fn new() {}\n"}),
+    );
+    assert!(!written.is_error, "{}", written.content);
+    assert_eq!(ws.read("src/new.rs"), "pub fn new() {}\n");
+
+    let patch = "*** Begin Patch\n*** Update File: src/new.rs\n@@\n-pub fn new() {}\n+pub fn renamed() {}\n*** End Patch\n";
+    let patched = run(&cx, "apply_patch", json!({"patch": patch}));
+    assert!(!patched.is_error, "{}", patched.content);
+    assert_eq!(ws.read("src/new.rs"), "pub fn renamed() {}\n");
+}
+
+#[test]
+fn wrong_arguments_and_unknown_tools_are_told_to_the_model() {
+    let ws = Workspace::new("args", &[("a.txt", "x\n")]);
+    let cx = context(&ws.0, None);
+    let missing = run(&cx, "read_file", json!({}));
+    assert!(missing.is_error);
+    assert!(
+        missing.content.contains("\"path\" is required"),
+        "{}",
+        missing.content
+    );
+    assert!(
+        missing.content.contains("\"required\":[\"path\"]"),
+        "the schema comes back"
+    );
+    let wrong_type = run(
+        &cx,
+        "edit",
+        json!({"path": "a.txt", "old_string": 3, "new_string": ""}),
+    );
+    assert!(
+        wrong_type.content.contains("must be a string"),
+        "{}",
+        wrong_type.content
+    );
+    let not_json = call(
+        &cx,
+        &ToolCall {
+            id: "c".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\": \"a.txt\"".into(),
+        },
+    );
+    assert!(not_json.is_error && not_json.content.contains("not valid JSON"));
+    let unknown = run(&cx, "delete_everything", json!({}));
+    assert!(unknown.is_error && unknown.content.contains("unknown tool"));
+    // Without a command runner, the command tools are neither offered nor callable.
+    assert!(!schemas(&cx).iter().any(|s| s.name == "run_command"));
+    assert!(
+        run(&cx, "run_command", json!({"command": "ls"}))
+            .content
+            .contains("unknown tool")
+    );
+}
+
+#[test]
+fn the_plan_is_kept() {
+    let ws = Workspace::new("plan", &[]);
+    let cx = context(&ws.0, None);
+    let out = run(
+        &cx,
+        "update_plan",
+        json!({"steps": [{"title": "read", "status": "done"}, {"title": "fix", "status": "in_progress"}]}),
+    );
+    assert_eq!(out.content, "plan updated:\n[x] read\n[~] fix\n");
+    assert_eq!(cx.plan.lock().unwrap().len(), 2);
+    let bad = run(
+        &cx,
+        "update_plan",
+        json!({"steps": [{"title": "x", "status": "maybe"}]}),
+    );
+    assert!(bad.is_error && bad.content.contains("pending, in_progress or done"));
+}
+
+/// A runner that answers from a script and remembers what it was asked.
+struct Scripted {
+    asked: Mutex<Vec<(String, Duration)>>,
+    output: CommandOutput,
+}
+
+impl CommandRunner for Scripted {
+    fn run(&self, command: &str, timeout: Duration, _: &Cancel) -> Result<CommandOutput, String> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((command.to_owned(), timeout));
+        Ok(self.output.clone())
+    }
+}
+
+#[test]
+fn commands_report_status_and_cap_their_output() {
+    let ws = Workspace::new("commands", &[("Cargo.toml", "[package]\n")]);
+    let runner = Arc::new(Scripted {
+        asked: Mutex::new(Vec::new()),
+        output: CommandOutput {
+            exit_code: Some(101),
+            stdout: format!("{}\nthe end\n", "line\n".repeat(5000)),
+            stderr: "error: failed\n".into(),
+            duration_ms: 12,
+            ..CommandOutput::default()
+        },
+    });
+    let cx = context(&ws.0, Some(runner.clone()));
+    assert!(schemas(&cx).iter().any(|s| s.name == "run_tests"));
+    let out = run(&cx, "run_tests", json!({"filter": "parser's"}));
+    assert!(out.is_error, "a failing command is an error result");
+    assert!(
+        out.content
+            .starts_with("$ cargo test 'parser'\\''s'\nexit code 101, 12 ms\n"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content.contains("lines (") && out.content.contains("the end\n"),
+        "head and tail"
+    );
+    assert!(out.content.len() < 12_000, "{}", out.content.len());
+    assert!(out.content.contains("--- stderr\nerror: failed\n"));
+    let ok = run(
+        &cx,
+        "run_command",
+        json!({"command": "ls", "timeout_secs": 5}),
+    );
+    assert!(ok.content.starts_with("$ ls\n"));
+    assert_eq!(
+        runner.asked.lock().unwrap()[1],
+        ("ls".to_owned(), Duration::from_secs(5))
+    );
+}
+
+#[test]
+fn test_commands_are_detected_from_project_files() {
+    let ws = Workspace::new(
+        "detect",
+        &[("package.json", "{\"scripts\": {\"test\": \"vitest run\"}}")],
+    );
+    assert_eq!(
+        commands::test_command(&ws.0, None, None).as_deref(),
+        Some("npm test --silent --")
+    );
+    assert_eq!(
+        commands::test_command(&ws.0, Some("make check"), Some("x")).as_deref(),
+        Some("make check 'x'")
+    );
+    let none = Workspace::new("detect-none", &[("README.md", "")]);
+    assert_eq!(commands::test_command(&none.0, None, None), None);
+    let go = Workspace::new("detect-go", &[("go.mod", "module x\n")]);
+    assert_eq!(
+        commands::test_command(&go.0, None, Some("TestX")).as_deref(),
+        Some("go test ./... -run 'TestX'")
+    );
+}

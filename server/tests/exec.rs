@@ -1,0 +1,262 @@
+//! `wright exec` end to end: the real binary, a workspace on disk, and the scripted provider
+//! of `wright-tests` playing the model over real SSE — reads (in parallel), a refused and a
+//! landed edit, arguments that are not JSON, an unknown tool, the final answer, `--json`, and
+//! `--undo`; then the ways a run fails: a wrong key, the step limit, no model configured.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use wright_tests::TempDir;
+use wright_tests::provider::{Dialect, Fault, Reply, ScriptedProvider, Turn};
+
+const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\npub fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+
+/// A workspace and private XDG folders (index cache, undo record, no user configuration).
+fn setup(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    dir.write("ws/src/lib.rs", LIB);
+    dir.write("ws/AGENTS.md", "Use four spaces.\n");
+    dir
+}
+
+fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Output {
+    let root = dir.path().join("ws");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wright"));
+    command
+        .arg("exec")
+        .args(args)
+        .arg("--root")
+        .arg(&root)
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"));
+    if let Some(provider) = provider {
+        command
+            .env("WRIGHT_MODEL", "openai/gpt-4.1")
+            .env("OPENAI_BASE_URL", provider.openai_base_url())
+            .env("OPENAI_API_KEY", "sk-exec-test-key");
+    }
+    command.output().expect("running wright exec")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn read(dir: &TempDir, path: &str) -> String {
+    std::fs::read_to_string(dir.path().join("ws").join(path)).unwrap()
+}
+
+/// The tool results the model was sent in its last request, by call id.
+fn tool_results(provider: &ScriptedProvider) -> Vec<(String, String)> {
+    let last = provider.requests().last().unwrap().json();
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_task_reads_edits_and_finishes_and_undo_puts_the_files_back() {
+    let dir = setup("exec-task");
+    let provider = ScriptedProvider::start();
+    let turns = [
+        Turn::text(&["Let me look."])
+            .tool_call("r1", "read_file", &json!({"path": "src/lib.rs"}).to_string())
+            .tool_call("r2", "grep", &json!({"pattern": "a - b"}).to_string()),
+        // Ambiguous: `a - b` is in both functions.
+        Turn::default().tool_call(
+            "e1",
+            "edit",
+            &json!({"path": "src/lib.rs", "old_string": "    a - b\n", "new_string": "    a + b\n"})
+                .to_string(),
+        ),
+        Turn::default()
+            .tool_call(
+                "e2",
+                "edit",
+                &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
+                    .to_string(),
+            )
+            .tool_call("bad", "read_file", "{\"path\": \"src/lib.rs\"")
+            .tool_call("u1", "launch_missiles", "{}"),
+        Turn::text(&["Fixed ", "add: it subtracted."]).usage(1200, 1000, 40),
+    ];
+    for turn in &turns {
+        provider.push(Reply::stream(Dialect::OpenAi, turn));
+    }
+
+    let out = exec(&dir, Some(&provider), &["fix add in src/lib.rs", "--json"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "done", "{result}");
+    assert_eq!(result["message"], "Fixed add: it subtracted.");
+    assert_eq!(result["steps"], 4);
+    assert_eq!(result["filesChanged"], json!(["src/lib.rs"]));
+    assert_eq!(result["usage"]["input"], 1200);
+    assert_eq!(result["model"], "openai/gpt-4.1");
+    assert_eq!(
+        read(&dir, "src/lib.rs"),
+        LIB.replacen("    a - b", "    a + b", 1)
+    );
+    assert!(
+        stderr.contains("→ read_file"),
+        "progress on stderr: {stderr}"
+    );
+    assert!(!stderr.contains("sk-exec-test-key"), "no key in output");
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    let first = requests[0].json();
+    assert!(
+        first["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Use four spaces."),
+        "AGENTS.md is in the system prompt"
+    );
+    assert!(
+        first["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Task: fix add in src/lib.rs"),
+    );
+    // Each request extends the previous one: the prompt prefix stays cacheable.
+    for pair in requests.windows(2) {
+        let (before, after) = (pair[0].json(), pair[1].json());
+        let before = before["messages"].as_array().unwrap();
+        assert_eq!(
+            &after["messages"].as_array().unwrap()[..before.len()],
+            &before[..]
+        );
+        assert_eq!(pair[0].json()["tools"], pair[1].json()["tools"]);
+    }
+
+    let results = tool_results(&provider);
+    let result = |id: &str| &results.iter().find(|(call, _)| call == id).unwrap().1;
+    assert!(result("r1").contains("2\t    a - b"), "{}", result("r1"));
+    assert!(
+        result("r2").starts_with("src/lib.rs\n  2: "),
+        "{}",
+        result("r2")
+    );
+    assert!(
+        result("e1").contains("matches 2 places"),
+        "{}",
+        result("e1")
+    );
+    assert!(
+        result("e2").contains("update src/lib.rs"),
+        "{}",
+        result("e2")
+    );
+    assert!(
+        result("bad").contains("not valid JSON"),
+        "{}",
+        result("bad")
+    );
+    assert!(result("u1").contains("unknown tool"), "{}", result("u1"));
+
+    let undo = exec(&dir, None, &["--undo"]);
+    assert!(undo.status.success(), "{}", text(&undo.stderr));
+    assert_eq!(read(&dir, "src/lib.rs"), LIB);
+    let again = exec(&dir, None, &["--undo"]);
+    assert_eq!(again.status.code(), Some(1), "nothing left to undo");
+}
+
+#[test]
+fn undo_refuses_when_a_file_changed_since_the_run() {
+    let dir = setup("exec-undo-stale");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "w",
+            "write_file",
+            &json!({"path": "NOTES.md", "content": "notes\n"}).to_string(),
+        ),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Wrote notes."]),
+    ));
+    let out = exec(&dir, Some(&provider), &["write notes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "Wrote notes.");
+    std::fs::write(dir.path().join("ws/NOTES.md"), "the user's own notes\n").unwrap();
+    let undo = exec(&dir, None, &["--undo"]);
+    assert_eq!(undo.status.code(), Some(1));
+    assert!(
+        text(&undo.stderr).contains("nothing restored"),
+        "{}",
+        text(&undo.stderr)
+    );
+    assert_eq!(read(&dir, "NOTES.md"), "the user's own notes\n");
+}
+
+#[test]
+fn failures_end_the_run_with_a_reason() {
+    // A wrong key: the provider's 401 becomes a message naming the variable to check.
+    let dir = setup("exec-401");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::fault(Dialect::OpenAi, Fault::Unauthorized));
+    let out = exec(&dir, Some(&provider), &["anything", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "failed");
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_API_KEY"),
+        "{result}"
+    );
+
+    // The step limit.
+    let dir = setup("exec-steps");
+    let provider = ScriptedProvider::start();
+    for _ in 0..2 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call("l", "list_dir", "{}"),
+        ));
+    }
+    let out = exec(
+        &dir,
+        Some(&provider),
+        &["loop", "--max-steps", "2", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (2)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 2);
+
+    // No model at all.
+    let dir = setup("exec-no-model");
+    let out = exec(&dir, None, &["anything"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("WRIGHT_MODEL"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(Path::new(&dir.path().join("ws/src/lib.rs")).exists());
+}
