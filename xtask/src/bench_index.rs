@@ -152,6 +152,19 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         target: "≤ 3× ctags".into(),
         met: Some(ratio <= 3.0),
     });
+    progress("tree-sitter parse alone over the same files (the floor of any tree-sitter index)");
+    let floor = parse_floor(&corpus, &files);
+    let floor_ratio = secs(floor) / secs(ctags_wall);
+    rows.push(Row {
+        measure: "tree-sitter parse alone (no tags query, no index), same files and threads"
+            .into(),
+        wright: format!("{:.2} s", secs(floor)),
+        peer: "`ctags -L` (same files)".into(),
+        peer_figure: format!("{:.2} s", secs(ctags_wall)),
+        ratio: format!("{floor_ratio:.2}×"),
+        target: "report".into(),
+        met: None,
+    });
     let index_bytes = dir_size(&cold.index_dir)?;
     let tags_bytes = std::fs::metadata(bench.work.join("corpus.tags"))?.len();
     rows.push(Row {
@@ -658,6 +671,35 @@ fn run_ctags(out: &Path, root: &Path, files: &[String]) -> anyhow::Result<CtagsR
         wall,
         max_rss_kb: max_rss_kb(&output.stderr),
     })
+}
+
+/// Parses every file of `files` (relative to `corpus`) with tree-sitter and nothing else, on
+/// as many threads as the index uses: the least a cold index built on tree-sitter can cost.
+fn parse_floor(corpus: &Path, files: &[String]) -> Duration {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .min(8);
+    let next = AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut parsers = std::collections::HashMap::new();
+                while let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let Some(language) = Language::from_path(Path::new(file)) else {
+                        continue;
+                    };
+                    let Ok(text) = std::fs::read(corpus.join(file)) else {
+                        continue;
+                    };
+                    let parser = parsers.entry(language).or_insert_with(|| language.parser());
+                    std::hint::black_box(parser.parse(&text, None));
+                }
+            });
+        }
+    });
+    started.elapsed()
 }
 
 /// `rg`'s arguments for the walk wright does: hidden files included, ignore files respected
