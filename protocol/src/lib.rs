@@ -18,9 +18,15 @@ pub trait Request {
 pub mod commands {
     /// Runs [`super::Status`].
     pub const STATUS: &str = "wright.status";
+    /// Runs [`super::AgentRun`]; the argument is the task (a string), or the request's params.
+    pub const AGENT_RUN: &str = "wright.agent.run";
+    /// Runs [`super::AgentCancel`] on the given session, or on every running one.
+    pub const AGENT_CANCEL: &str = "wright.agent.cancel";
+    /// Runs [`super::Undo`]; with no argument, on the last session.
+    pub const EDITS_UNDO: &str = "wright.edits.undo";
 
     /// Every command, as advertised in `executeCommandProvider`.
-    pub const ALL: &[&str] = &[STATUS];
+    pub const ALL: &[&str] = &[STATUS, AGENT_RUN, AGENT_CANCEL, EDITS_UNDO];
 }
 
 /// A document, named as LSP names it.
@@ -167,5 +173,152 @@ pub struct ContextSnippet {
     pub text: String,
 }
 
+/// A range in a document, in the encoding negotiated at `initialize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Range {
+    pub start: Position,
+    pub end: Position,
+}
+
+/// `wright/agentRun`: starts an agent session on a task. The answer comes at once, with the
+/// session's id; what the session does arrives as [`AgentEvent`] notifications and `$/progress`,
+/// and its edits as `workspace/applyEdit` requests.
+pub enum AgentRun {}
+
+impl Request for AgentRun {
+    const METHOD: &'static str = "wright/agentRun";
+    type Params = AgentRunParams;
+    type Result = AgentRunResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRunParams {
+    pub task: String,
+    /// The user's document: the session works in its workspace folder and the task names it.
+    #[serde(default)]
+    pub text_document: Option<TextDocumentIdentifier>,
+    /// The user's selection in that document, passed to the model with the task.
+    #[serde(default)]
+    pub range: Option<Range>,
+    /// `PROVIDER/MODEL` or `auto`, over the configuration.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `auto` (the default): edits are applied as the agent makes them. `review` is not
+    /// available yet and is refused.
+    #[serde(default)]
+    pub apply_mode: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRunResult {
+    pub session_id: String,
+}
+
+/// `wright/agentCancel`: stops a running session at once (its model call and command).
+pub enum AgentCancel {}
+
+impl Request for AgentCancel {
+    const METHOD: &'static str = "wright/agentCancel";
+    type Params = SessionParams;
+    type Result = AgentCancelResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionParams {
+    pub session_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCancelResult {
+    /// `false` when the session had already ended.
+    pub cancelled: bool,
+}
+
+/// `wright/sessions`: the sessions of this server, oldest first.
+pub enum Sessions {}
+
+impl Request for Sessions {
+    const METHOD: &'static str = "wright/sessions";
+    type Params = ();
+    type Result = SessionsResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionsResult {
+    pub sessions: Vec<SessionInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub task: String,
+    /// `running`, `done`, `cancelled` or `failed`.
+    pub status: String,
+    pub steps: u32,
+    /// Workspace-relative paths of the files its edits changed.
+    pub files_changed: Vec<String>,
+}
+
+/// `wright/undo`: reverts every edit of a session (the last session when none is named), all
+/// files or none, through `workspace/applyEdit` like the edits themselves.
+pub enum Undo {}
+
+impl Request for Undo {
+    const METHOD: &'static str = "wright/undo";
+    type Params = UndoParams;
+    type Result = UndoResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoParams {
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UndoResult {
+    pub session_id: String,
+    /// Workspace-relative paths of the files restored.
+    pub files: Vec<String>,
+}
+
+/// `wright/agentEvent` (server → client notification): one thing a session did. `kind` names
+/// the event: `model`, `stepStarted`, `textDelta`, `toolCall`, `toolResult`, `filesChanged`,
+/// `plan`, `usage`, `error`, `finished`; the other fields are the event's own (see
+/// `docs/protocol.md`).
+pub enum AgentEvent {}
+
+impl AgentEvent {
+    pub const METHOD: &'static str = "wright/agentEvent";
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEventParams {
+    pub session_id: String,
+    /// 1, 2, 3… within the session, so a client can tell a lost notification.
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: serde_json::Map<String, serde_json::Value>,
+}
+
 /// Every method of this crate, for documentation checks and code generation.
-pub const METHODS: &[&str] = &[Status::METHOD, ViewFileText::METHOD, Context::METHOD];
+pub const METHODS: &[&str] = &[
+    Status::METHOD,
+    ViewFileText::METHOD,
+    Context::METHOD,
+    AgentRun::METHOD,
+    AgentCancel::METHOD,
+    Sessions::METHOD,
+    Undo::METHOD,
+    AgentEvent::METHOD,
+];

@@ -378,6 +378,12 @@ impl Editor {
     fn receive(&mut self, message: Value) {
         if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {
             let result = match method {
+                // The test answers edits itself (see `respond`): applying or refusing them is
+                // what agent tests are about.
+                "workspace/applyEdit" => {
+                    self.unread.push_back(message);
+                    return;
+                }
                 "workspace/configuration" => {
                     let items = message["params"]["items"].as_array().map_or(0, Vec::len);
                     Value::Array(vec![self.configuration.clone(); items])
@@ -388,6 +394,19 @@ impl Editor {
             self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
         }
         self.unread.push_back(message);
+    }
+
+    /// Answers the server → client request `id` with `result`.
+    pub fn respond(&mut self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    /// Drops every already received message that `matches`; returns how many.
+    pub fn discard(&mut self, matches: impl Fn(&Value) -> bool) -> usize {
+        self.drain_arrived();
+        let before = self.unread.len();
+        self.unread.retain(|message| !matches(message));
+        before - self.unread.len()
     }
 
     /// Reads whatever has arrived without waiting.

@@ -156,8 +156,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     let floor = parse_floor(&corpus, &files);
     let floor_ratio = secs(floor) / secs(ctags_wall);
     rows.push(Row {
-        measure: "tree-sitter parse alone (no tags query, no index), same files and threads"
-            .into(),
+        measure: "tree-sitter parse alone (no tags query, no index), same files and threads".into(),
         wright: format!("{:.2} s", secs(floor)),
         peer: "`ctags -L` (same files)".into(),
         peer_figure: format!("{:.2} s", secs(ctags_wall)),

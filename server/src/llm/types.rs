@@ -185,6 +185,7 @@ pub enum FinishReason {
 /// prompt, of which `cached_input` was read from the provider's cache and `cache_write` was
 /// written to it (Anthropic bills those differently; OpenAI reports no writes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input: u64,
     pub cached_input: u64,

@@ -24,6 +24,11 @@ pub fn document_uri(key: &DocumentKey) -> String {
     }
 }
 
+/// The `file:` URI of a path.
+pub fn path_uri(path: &std::path::Path) -> Option<lsp::Uri> {
+    lsp::Uri::from_file_path(path)
+}
+
 /// The path of a `file:` URI; `None` for other schemes, which name no workspace root.
 pub fn file_path(uri: &lsp::Uri) -> Option<PathBuf> {
     uri.to_file_path().map(|path| path.into_owned())

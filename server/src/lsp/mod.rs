@@ -4,6 +4,7 @@
 //! else, with the encoding negotiated once at `initialize`; stdout carries protocol frames and
 //! nothing else.
 
+mod agent;
 mod convert;
 mod framing;
 mod indexing;
@@ -11,7 +12,9 @@ mod server;
 mod transport;
 
 use tower_lsp_server::LspService;
-use wright_protocol::{Context, Request, Status, ViewFileText};
+use wright_protocol::{
+    AgentCancel, AgentRun, Context, Request, Sessions, Status, Undo, ViewFileText,
+};
 
 pub use server::ServerOptions;
 pub use transport::Outcome;
@@ -22,6 +25,10 @@ pub async fn run_stdio(options: ServerOptions) -> i32 {
         .custom_method(Status::METHOD, server::Backend::status_request)
         .custom_method(ViewFileText::METHOD, server::Backend::view_file_text)
         .custom_method(Context::METHOD, server::Backend::context_request)
+        .custom_method(AgentRun::METHOD, server::Backend::agent_run)
+        .custom_method(AgentCancel::METHOD, server::Backend::agent_cancel)
+        .custom_method(Sessions::METHOD, server::Backend::sessions)
+        .custom_method(Undo::METHOD, server::Backend::undo)
         .finish();
     let outcome = transport::serve(tokio::io::stdin(), tokio::io::stdout(), service, socket).await;
     tracing::info!("language server stopped: {outcome:?}");

@@ -15,6 +15,7 @@ use tower_lsp_server::ls_types as lsp;
 use tower_lsp_server::{Client, LanguageServer};
 use wright_protocol as proto;
 
+use super::agent::{Agents, Start};
 use super::convert;
 use super::indexing::Indexes;
 use crate::buffers::{Buffers, Document, DocumentKey, VersionOrder};
@@ -36,6 +37,7 @@ pub struct Backend {
     workspace: Mutex<Workspace>,
     client_capabilities: OnceLock<lsp::ClientCapabilities>,
     indexes: Arc<Indexes>,
+    agents: Arc<Agents>,
 }
 
 /// The workspace roots and the configuration that depends on them.
@@ -76,6 +78,7 @@ impl Backend {
                 reported: HashSet::new(),
             }),
             client_capabilities: OnceLock::new(),
+            agents: Arc::default(),
         }
     }
 
@@ -311,6 +314,147 @@ impl Backend {
                 })
                 .collect(),
         })
+    }
+
+    /// `wright/agentRun`.
+    pub async fn agent_run(
+        &self,
+        params: proto::AgentRunParams,
+    ) -> RpcResult<proto::AgentRunResult> {
+        if params
+            .apply_mode
+            .as_deref()
+            .is_some_and(|mode| mode != "auto")
+        {
+            return Err(RpcError::invalid_params(
+                "applyMode \"review\" is not available yet; use \"auto\" (every edit can be \
+                 undone with wright/undo)",
+            ));
+        }
+        if params.task.trim().is_empty() {
+            return Err(RpcError::invalid_params("the task is empty"));
+        }
+        let uri =
+            match &params.text_document {
+                Some(document) => Some(document.uri.parse::<lsp::Uri>().map_err(|_| {
+                    RpcError::invalid_params(format!("not a URI: {}", document.uri))
+                })?),
+                None => None,
+            };
+        let path = uri.as_ref().and_then(convert::file_path);
+        let (root, config) = {
+            let workspace = lock(&self.workspace);
+            let root = path
+                .as_ref()
+                .and_then(|path| {
+                    workspace
+                        .roots
+                        .iter()
+                        .filter(|root| path.starts_with(root))
+                        .max_by_key(|root| root.as_os_str().len())
+                })
+                .or(workspace.roots.first())
+                .cloned()
+                .unwrap_or_else(|| self.options.default_root.clone());
+            (root, workspace.config.clone())
+        };
+        let index = self
+            .indexes
+            .for_document(path.as_deref())
+            .map(|(index, _)| index)
+            .filter(|index| index.root() == root);
+        let mut focus = crate::agent::prompt::EditorFocus {
+            path: path
+                .as_ref()
+                .filter(|path| path.starts_with(&root))
+                .map(|path| crate::workspace::relative_path(&root, path)),
+            selection: None,
+        };
+        if let (Some(uri), Some(range)) = (&uri, params.range) {
+            let buffers = lock(&self.buffers);
+            if let Some(document) = buffers.get(&convert::document_key(uri)) {
+                let offset = |p: proto::Position| {
+                    crate::buffers::position_to_offset(
+                        document.text(),
+                        crate::buffers::Position::new(p.line, p.character),
+                        buffers.encoding(),
+                    )
+                };
+                let (start, end) = (offset(range.start), offset(range.end));
+                if start < end {
+                    let text = document.text().byte_slice(start..end).to_string();
+                    focus.selection = Some((range.start.line + 1, range.end.line + 1, text));
+                }
+            }
+        }
+        let capabilities = self.capabilities();
+        let start = Start {
+            client: self.client.clone(),
+            buffers: Arc::clone(&self.buffers),
+            walk: crate::workspace::WalkOptions {
+                max_file_size: config
+                    .get_u64("index.max_file_size")
+                    .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
+                ..Default::default()
+            },
+            root,
+            config,
+            index,
+            focus,
+            versioned_edits: capabilities
+                .and_then(|caps| caps.workspace.as_ref())
+                .and_then(|ws| ws.workspace_edit.as_ref())
+                .and_then(|edit| edit.document_changes)
+                == Some(true),
+            progress: capabilities
+                .and_then(|caps| caps.window.as_ref())
+                .and_then(|window| window.work_done_progress)
+                == Some(true),
+        };
+        let session_id = self
+            .agents
+            .start(start, params.task, params.model.as_deref())
+            .map_err(|message| RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32002),
+                message: message.into(),
+                data: None,
+            })?;
+        Ok(proto::AgentRunResult { session_id })
+    }
+
+    /// `wright/agentCancel`.
+    pub async fn agent_cancel(
+        &self,
+        params: proto::SessionParams,
+    ) -> RpcResult<proto::AgentCancelResult> {
+        Ok(proto::AgentCancelResult {
+            cancelled: self.agents.cancel(Some(&params.session_id)),
+        })
+    }
+
+    /// `wright/sessions`.
+    pub async fn sessions(&self) -> RpcResult<proto::SessionsResult> {
+        Ok(proto::SessionsResult {
+            sessions: self.agents.list(),
+        })
+    }
+
+    /// `wright/undo`: through `workspace/applyEdit`, so on a blocking thread while the
+    /// transport carries the editor's answer.
+    pub async fn undo(&self, params: proto::UndoParams) -> RpcResult<proto::UndoResult> {
+        let agents = Arc::clone(&self.agents);
+        tokio::task::spawn_blocking(move || agents.undo(params.session_id.as_deref()))
+            .await
+            .map_err(|err| RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+                message: format!("undo failed: {err}").into(),
+                data: None,
+            })?
+            .map_err(|message| RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32003),
+                message: message.into(),
+                data: None,
+            })
     }
 
     /// `wright/viewFileText`.
@@ -602,6 +746,42 @@ impl LanguageServer for Backend {
     ) -> RpcResult<Option<lsp::LSPAny>> {
         match params.command.as_str() {
             proto::commands::STATUS => Ok(serde_json::to_value(self.status()).ok()),
+            // Helix sends string arguments only: a task, or a session id.
+            proto::commands::AGENT_RUN => {
+                let params = match params.arguments.first() {
+                    Some(Value::String(task)) => proto::AgentRunParams {
+                        task: task.clone(),
+                        text_document: None,
+                        range: None,
+                        model: None,
+                        apply_mode: None,
+                    },
+                    Some(object @ Value::Object(_)) => serde_json::from_value(object.clone())
+                        .map_err(|err| RpcError::invalid_params(err.to_string()))?,
+                    _ => {
+                        return Err(RpcError::invalid_params(
+                            "wright.agent.run takes the task as its argument",
+                        ));
+                    }
+                };
+                let result = self.agent_run(params).await?;
+                Ok(serde_json::to_value(result).ok())
+            }
+            proto::commands::AGENT_CANCEL => {
+                let id = params.arguments.first().and_then(Value::as_str);
+                Ok(Some(
+                    serde_json::json!({"cancelled": self.agents.cancel(id)}),
+                ))
+            }
+            proto::commands::EDITS_UNDO => {
+                let session_id = params
+                    .arguments
+                    .first()
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let result = self.undo(proto::UndoParams { session_id }).await?;
+                Ok(serde_json::to_value(result).ok())
+            }
             other => Err(RpcError::invalid_params(format!(
                 "unknown command {other:?}; wright offers {}",
                 proto::commands::ALL.join(", ")

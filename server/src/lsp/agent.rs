@@ -1,0 +1,569 @@
+//! The agent inside the editor: sessions started by `wright/agentRun` (or the
+//! `wright.agent.run` command), their events as `wright/agentEvent` notifications and
+//! `$/progress`, and their edits as versioned `workspace/applyEdit`s.
+//!
+//! The editor's buffers are the truth. An edit to an open document is computed against the
+//! text and version the server holds, sent with that version, and then confirmed from the
+//! `didChange` that follows: a client's `applied: true` is not proof (Neovim answers it after
+//! silently skipping a stale edit), so until the buffer holds the edit's result the edit counts
+//! as rejected, and the agent is told to read the file again. Files no editor has open are
+//! written on disk, atomically, like `wright exec` does; the editor's file watcher shows them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types as lsp;
+use wright_protocol as proto;
+
+use super::convert;
+use crate::agent::tools::{EditTarget, ToolContext};
+use crate::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session};
+use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
+use crate::edit::{
+    Checkpoint, DiskFiles, EditError, FilePlan, FileSource, FileState, GateMode, Plan, Versioned,
+};
+use crate::workspace::Overlay;
+
+/// How long the `didChange` confirming an applied edit may take to arrive.
+const CONFIRMATION: Duration = Duration::from_secs(3);
+
+/// The `wright/agentEvent` notification.
+pub enum AgentEventNotification {}
+
+impl lsp::notification::Notification for AgentEventNotification {
+    type Params = proto::AgentEventParams;
+    const METHOD: &'static str = proto::AgentEvent::METHOD;
+}
+
+/// The open buffers, read live: a session sees every keystroke the user types while it runs.
+pub struct LiveBuffers(pub Arc<Mutex<Buffers>>);
+
+impl Overlay for LiveBuffers {
+    fn buffer_text(&self, path: &Path) -> Option<String> {
+        let buffers = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        buffers
+            .get(&DocumentKey::File(path.to_path_buf()))
+            .map(|document| document.text().to_string())
+    }
+}
+
+/// Edits to the editor's open documents through `workspace/applyEdit`, and to other files on
+/// disk; every applied plan remembered for undo.
+pub struct EditorTarget {
+    client: Client,
+    buffers: Arc<Mutex<Buffers>>,
+    root: PathBuf,
+    runtime: tokio::runtime::Handle,
+    disk: DiskFiles,
+    gate: GateMode,
+    /// The client takes `documentChanges` (versioned edits).
+    versioned: bool,
+    applied: Mutex<Vec<Checkpoint>>,
+}
+
+impl EditorTarget {
+    pub fn new(
+        client: Client,
+        buffers: Arc<Mutex<Buffers>>,
+        root: PathBuf,
+        gate: GateMode,
+        versioned: bool,
+    ) -> Self {
+        Self {
+            client,
+            buffers,
+            disk: DiskFiles::new(&root),
+            root,
+            runtime: tokio::runtime::Handle::current(),
+            gate,
+            versioned,
+            applied: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn open_document(&self, path: &Path) -> Option<(i32, String)> {
+        let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        buffers
+            .get(&DocumentKey::File(self.root.join(path)))
+            .map(|document| (document.version(), document.text().to_string()))
+    }
+
+    /// Undoes every plan this target applied, newest first, all or none per plan.
+    pub fn undo_all(&self) -> Result<Vec<String>, EditError> {
+        let applied: Vec<Checkpoint> = self
+            .applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut files = Vec::new();
+        for checkpoint in applied.iter().rev() {
+            self.apply_unrecorded(&checkpoint.inverse())?;
+            self.applied.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            for (path, _, _) in &checkpoint.files {
+                let path = path.to_string_lossy().replace('\\', "/");
+                if !files.contains(&path) {
+                    files.push(path);
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// Applies `plan`: open documents through the editor (versioned, confirmed), the rest on
+    /// disk.
+    fn apply_unrecorded(&self, plan: &Plan) -> Result<(), EditError> {
+        let mut in_editor = Vec::new();
+        let mut on_disk = Vec::new();
+        for file in &plan.files {
+            let before = file.before.as_ref().map(|b| b.text.as_str());
+            match self.open_document(&file.path) {
+                Some((version, text)) => {
+                    // The buffer must still hold what the plan was computed against.
+                    if before != Some(text.as_str()) || file.after.is_none() {
+                        return Err(EditError::Stale {
+                            path: file.path.clone(),
+                        });
+                    }
+                    in_editor.push((file, version, text));
+                }
+                None => on_disk.push(file.clone()),
+            }
+        }
+        if !in_editor.is_empty() {
+            self.apply_in_editor(&in_editor)?;
+        }
+        if !on_disk.is_empty() {
+            self.disk.apply(&Plan {
+                files: on_disk,
+                ..Plan::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    fn apply_in_editor(&self, files: &[(&FilePlan, i32, String)]) -> Result<(), EditError> {
+        let encoding = self
+            .buffers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .encoding();
+        let mut document_edits = Vec::new();
+        let mut changes = HashMap::new();
+        for (file, version, text) in files {
+            let uri = file_uri(&self.root.join(&file.path))?;
+            let edits = text_edits(text, file, encoding);
+            if self.versioned {
+                document_edits.push(lsp::TextDocumentEdit {
+                    text_document: lsp::OptionalVersionedTextDocumentIdentifier {
+                        uri,
+                        version: Some(*version),
+                    },
+                    edits: edits.into_iter().map(lsp::OneOf::Left).collect(),
+                });
+            } else {
+                changes.insert(uri, edits);
+            }
+        }
+        let edit = if self.versioned {
+            lsp::WorkspaceEdit {
+                document_changes: Some(lsp::DocumentChanges::Edits(document_edits)),
+                ..Default::default()
+            }
+        } else {
+            lsp::WorkspaceEdit {
+                changes: Some(changes),
+                ..Default::default()
+            }
+        };
+        let first = files[0].0.path.clone();
+        let stale = || EditError::Stale {
+            path: first.clone(),
+        };
+        let client = self.client.clone();
+        let response = self
+            .runtime
+            .block_on(async move { client.apply_edit(edit).await })
+            .map_err(|_| stale())?;
+        if !response.applied {
+            tracing::info!(
+                "the editor rejected an agent edit: {}",
+                response
+                    .failure_reason
+                    .as_deref()
+                    .unwrap_or("no reason given")
+            );
+            return Err(stale());
+        }
+        // Confirmation: every buffer holds the plan's result.
+        let deadline = Instant::now() + CONFIRMATION;
+        loop {
+            let pending = files.iter().find(|(file, _, _)| {
+                self.open_document(&file.path).map(|(_, text)| text) != file.after
+            });
+            let Some((file, _, _)) = pending else {
+                return Ok(());
+            };
+            if Instant::now() > deadline {
+                tracing::info!(
+                    "the editor said it applied an edit to {} but its buffer never showed it",
+                    file.path.display()
+                );
+                return Err(EditError::Stale {
+                    path: file.path.clone(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The LSP edits that turn `text` (the buffer, equal to the plan's `before`) into the plan's
+/// `after`, in the negotiated encoding.
+fn text_edits(text: &str, file: &FilePlan, encoding: PositionEncoding) -> Vec<lsp::TextEdit> {
+    let rope = ropey::Rope::from_str(text);
+    let position = |offset: usize| {
+        let position = offset_to_position(&rope, offset, encoding);
+        lsp::Position::new(position.line, position.character)
+    };
+    file.edits
+        .iter()
+        .map(|replacement| lsp::TextEdit {
+            range: lsp::Range::new(
+                position(replacement.range.start),
+                position(replacement.range.end),
+            ),
+            new_text: replacement.text.clone(),
+        })
+        .collect()
+}
+
+fn file_uri(path: &Path) -> Result<lsp::Uri, EditError> {
+    convert::path_uri(path).ok_or_else(|| EditError::BadPath {
+        path: path.display().to_string(),
+        reason: "cannot be named by a URI",
+    })
+}
+
+impl FileSource for EditorTarget {
+    fn state(&self, path: &Path) -> Result<FileState, EditError> {
+        match self.open_document(path) {
+            Some((version, text)) => Ok(FileState::File(Versioned {
+                text,
+                version: Some(version),
+            })),
+            None => self.disk.state(path),
+        }
+    }
+}
+
+impl EditTarget for EditorTarget {
+    fn source(&self) -> &dyn FileSource {
+        self
+    }
+
+    fn apply(&self, plan: &Plan) -> Result<(), EditError> {
+        self.apply_unrecorded(plan)?;
+        self.applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Checkpoint::of(plan));
+        Ok(())
+    }
+
+    fn gate(&self) -> GateMode {
+        self.gate
+    }
+}
+
+/// One session of this server.
+struct Entry {
+    id: String,
+    task: String,
+    cancel: Cancel,
+    target: Arc<EditorTarget>,
+    state: Mutex<EntryState>,
+}
+
+#[derive(Clone)]
+struct EntryState {
+    status: &'static str,
+    steps: u32,
+    files_changed: Vec<String>,
+}
+
+/// The sessions of this server, oldest first.
+#[derive(Default)]
+pub struct Agents {
+    sessions: Mutex<Vec<Arc<Entry>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// Everything a new session needs from the server.
+pub struct Start {
+    pub client: Client,
+    pub buffers: Arc<Mutex<Buffers>>,
+    pub root: PathBuf,
+    pub config: crate::config::Config,
+    pub index: Option<Arc<crate::index::Index>>,
+    pub walk: crate::workspace::WalkOptions,
+    pub focus: agent::prompt::EditorFocus,
+    pub versioned_edits: bool,
+    pub progress: bool,
+}
+
+impl Agents {
+    /// Starts a session on `task`; its id at once, the work in the background.
+    pub fn start(
+        self: &Arc<Self>,
+        start: Start,
+        task: String,
+        model: Option<&str>,
+    ) -> Result<String, String> {
+        let router = crate::router::Router::from_config(&start.config, model)
+            .map_err(|err| err.to_string())?;
+        let decision = router.route_task(&task);
+        let chat =
+            crate::llm::connect(&start.config, &decision.model).map_err(|e| e.to_string())?;
+        let gate = start
+            .config
+            .get("edit.syntax_gate")
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_default();
+        let target = Arc::new(EditorTarget::new(
+            start.client.clone(),
+            Arc::clone(&start.buffers),
+            start.root.clone(),
+            gate,
+            start.versioned_edits,
+        ));
+        let cancel = Cancel::new();
+        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let id = format!("s{number}-{:x}", std::process::id());
+        let tools = Arc::new(ToolContext {
+            root: start.root.clone(),
+            overlay: Arc::new(LiveBuffers(Arc::clone(&start.buffers))),
+            index: start.index.clone(),
+            walk: start.walk,
+            edits: target.clone(),
+            commands: None,
+            test_command: start.config.get("agent.test_command").map(str::to_owned),
+            cancel: cancel.clone(),
+            plan: Mutex::default(),
+        });
+        let context = start.index.as_deref().map(|index| {
+            crate::retrieval::retrieve(
+                index,
+                &LiveBuffers(Arc::clone(&start.buffers)),
+                &crate::retrieval::Query {
+                    text: task.clone(),
+                    budget: 4000,
+                    current_file: start.focus.path.clone(),
+                    ..crate::retrieval::Query::default()
+                },
+            )
+        });
+        let entry = Arc::new(Entry {
+            id: id.clone(),
+            task: task.clone(),
+            cancel,
+            target,
+            state: Mutex::new(EntryState {
+                status: "running",
+                steps: 0,
+                files_changed: Vec::new(),
+            }),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&entry));
+
+        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let _ = events.send(AgentEvent::Model {
+            model: decision.model.to_string(),
+            tier: Some(format!("{:?}", decision.tier).to_lowercase()),
+            reason: decision.reason.clone(),
+        });
+        let mut session = Session::new(
+            &id,
+            chat,
+            tools,
+            agent::prompt::system_prompt(&start.root),
+            agent::prompt::task_message(&task, &start.focus, context.as_ref()),
+            Limits::default(),
+            events,
+        );
+        tokio::spawn(async move {
+            let _ = session.run().await;
+        });
+        let client = start.client;
+        let reporter_entry = Arc::clone(&entry);
+        tokio::spawn(async move {
+            let progress = if start.progress {
+                let token =
+                    lsp::ProgressToken::String(format!("wright/agent/{}", reporter_entry.id));
+                match client.create_work_done_progress(token.clone()).await {
+                    Ok(()) => Some(
+                        client
+                            .progress(token, "wright")
+                            .with_message(short(&reporter_entry.task))
+                            .begin()
+                            .await,
+                    ),
+                    Err(_) => None,
+                }
+            } else {
+                None
+            };
+            let mut seq = 0;
+            while let Some(event) = received.recv().await {
+                seq += 1;
+                reporter_entry.observe(&event);
+                if let (Some(progress), Some(message)) = (&progress, progress_message(&event)) {
+                    progress.report(message).await;
+                }
+                let event = match serde_json::to_value(&event) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    _ => continue,
+                };
+                client
+                    .send_notification::<AgentEventNotification>(proto::AgentEventParams {
+                        session_id: reporter_entry.id.clone(),
+                        seq,
+                        event,
+                    })
+                    .await;
+            }
+            if let Some(progress) = progress {
+                let status = reporter_entry.state().status;
+                progress
+                    .finish_with_message(format!("wright: {status}"))
+                    .await;
+            }
+        });
+        Ok(id)
+    }
+
+    fn find(&self, id: Option<&str>) -> Option<Arc<Entry>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        match id {
+            Some(id) => sessions.iter().find(|entry| entry.id == id).cloned(),
+            None => sessions.last().cloned(),
+        }
+    }
+
+    /// Cancels the session `id` (every running one when `None`); whether one was running.
+    pub fn cancel(&self, id: Option<&str>) -> bool {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cancelled = false;
+        for entry in sessions.iter().filter(|e| id.is_none_or(|id| e.id == id)) {
+            if entry.state().status == "running" {
+                entry.cancel.cancel();
+                cancelled = true;
+            }
+        }
+        cancelled
+    }
+
+    pub fn list(&self) -> Vec<proto::SessionInfo> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions
+            .iter()
+            .map(|entry| {
+                let state = entry.state();
+                proto::SessionInfo {
+                    session_id: entry.id.clone(),
+                    task: entry.task.clone(),
+                    status: state.status.to_owned(),
+                    steps: state.steps,
+                    files_changed: state.files_changed,
+                }
+            })
+            .collect()
+    }
+
+    /// Reverts the edits of session `id` (the last session when `None`). Blocking.
+    pub fn undo(&self, id: Option<&str>) -> Result<proto::UndoResult, String> {
+        let entry = self.find(id).ok_or_else(|| match id {
+            Some(id) => format!("no session {id:?}"),
+            None => "no agent session to undo".to_owned(),
+        })?;
+        if entry.state().status == "running" {
+            return Err(format!(
+                "session {} is still running; cancel it first",
+                entry.id
+            ));
+        }
+        let files = entry
+            .target
+            .undo_all()
+            .map_err(|err| format!("nothing more restored: {err}"))?;
+        Ok(proto::UndoResult {
+            session_id: entry.id.clone(),
+            files,
+        })
+    }
+}
+
+impl Entry {
+    fn state(&self) -> EntryState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn observe(&self, event: &AgentEvent) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            AgentEvent::StepStarted { step } => state.steps = *step,
+            AgentEvent::FilesChanged { paths } => {
+                for path in paths {
+                    if !state.files_changed.contains(path) {
+                        state.files_changed.push(path.clone());
+                    }
+                }
+            }
+            AgentEvent::Finished { outcome } => {
+                state.status = match outcome.status {
+                    FinalStatus::Done => "done",
+                    FinalStatus::Cancelled => "cancelled",
+                    FinalStatus::Failed => "failed",
+                };
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the progress line says for an event, if anything.
+fn progress_message(event: &AgentEvent) -> Option<String> {
+    match event {
+        AgentEvent::StepStarted { step } => Some(format!("step {step}: thinking")),
+        AgentEvent::ToolCall {
+            name, arguments, ..
+        } => {
+            let path = serde_json::from_str::<serde_json::Value>(arguments)
+                .ok()
+                .and_then(|v| {
+                    ["path", "pattern", "query", "name", "command"]
+                        .iter()
+                        .find_map(|key| v.get(*key).and_then(|p| p.as_str()).map(str::to_owned))
+                });
+            Some(match path {
+                Some(path) => format!("{name} {}", short(&path)),
+                None => name.clone(),
+            })
+        }
+        AgentEvent::Finished { outcome } => Some(format!("{:?}", outcome.status).to_lowercase()),
+        _ => None,
+    }
+}
+
+fn short(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}

@@ -1,0 +1,245 @@
+//! The agent inside the editor: `wright/agentRun` against the scripted provider, the edit
+//! arriving as a versioned `workspace/applyEdit` on the open (unsaved) document, confirmed by
+//! the `didChange` that follows; an edit the editor refuses (the user typed) reported to the
+//! model; `wright/undo` through the same path; `wright/sessions`; cancellation.
+
+use serde_json::{Value, json};
+use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
+use wright_tests::{Editor, Spawn, TempDir, file_uri};
+
+const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+
+fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
+    let root = dir.path().join("ws");
+    let spawn = Spawn {
+        root: Some(root.clone()),
+        env: vec![
+            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
+            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
+            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
+            (
+                "XDG_CACHE_HOME".into(),
+                dir.path().join("cache").display().to_string(),
+            ),
+        ],
+        ..Spawn::default()
+    };
+    let mut init = Editor::init_params(&root);
+    init["capabilities"] = json!({"workspace": {"workspaceEdit": {"documentChanges": true}}});
+    Editor::start(&spawn, init).0
+}
+
+fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
+    Turn::default().tool_call(
+        id,
+        "edit",
+        &json!({"path": "src/lib.rs", "old_string": old, "new_string": new}).to_string(),
+    )
+}
+
+/// Waits for the session's `finished` event; returns its outcome.
+fn finished(editor: &mut Editor, session: &str) -> Value {
+    let event = editor.expect("the session's finished event", |m| {
+        m["method"] == "wright/agentEvent"
+            && m["params"]["sessionId"] == session
+            && m["params"]["kind"] == "finished"
+    });
+    editor.discard(|m| m["method"] == "wright/agentEvent" || m["method"] == "window/logMessage");
+    event["params"]["outcome"].clone()
+}
+
+/// Takes the next `workspace/applyEdit`; returns its id and its one text document edit.
+fn apply_edit_request(editor: &mut Editor) -> (Value, Value) {
+    let request = editor.expect("a workspace/applyEdit request", |m| {
+        m["method"] == "workspace/applyEdit" && m.get("id").is_some()
+    });
+    let changes = request["params"]["edit"]["documentChanges"]
+        .as_array()
+        .expect("versioned documentChanges")
+        .clone();
+    assert_eq!(changes.len(), 1, "{request}");
+    (request["id"].clone(), changes[0].clone())
+}
+
+#[test]
+fn an_agent_edit_lands_in_the_open_buffer_versioned_and_undo_takes_it_back() {
+    let dir = TempDir::new("lsp-agent");
+    dir.write("ws/src/lib.rs", "on disk, not what the editor shows\n");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a - b\n", "    a + b\n"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Fixed add."])));
+    let mut editor = start(&dir, &provider);
+    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+    // The buffer differs from the disk: the agent must work on what the editor shows.
+    editor.open(&uri, "rust", 7, LIB);
+
+    let run = editor.request(
+        "wright/agentRun",
+        json!({"task": "fix add", "textDocument": {"uri": uri}}),
+    );
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+
+    let (id, change) = apply_edit_request(&mut editor);
+    assert_eq!(change["textDocument"]["uri"], uri);
+    assert_eq!(
+        change["textDocument"]["version"], 7,
+        "computed against the version seen"
+    );
+    assert_eq!(
+        change["edits"],
+        json!([{"range": {"start": {"line": 1, "character": 6}, "end": {"line": 1, "character": 7}}, "newText": "+"}]),
+        "the smallest edit: the editor keeps the cursor and marks around it"
+    );
+    let fixed = LIB.replace("a - b", "a + b");
+    // As editors do: the change, then the answer.
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 8}, "contentChanges": [{"text": fixed}]}),
+    );
+    editor.respond(&id, json!({"applied": true}));
+
+    let outcome = finished(&mut editor, &session);
+    assert_eq!(outcome["status"], "done", "{outcome}");
+    assert_eq!(outcome["filesChanged"], json!(["src/lib.rs"]));
+    let result = &provider.requests()[1].json()["messages"];
+    let tool = result
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("update src/lib.rs"),
+        "{tool}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/src/lib.rs")).unwrap(),
+        "on disk, not what the editor shows\n",
+        "the edit went to the buffer, not the disk"
+    );
+
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["status"], "done");
+    assert_eq!(sessions["sessions"][0]["task"], "fix add");
+
+    // Undo goes through the editor too.
+    let undo_id = editor.send_request("wright/undo", json!({}));
+    let (id, change) = apply_edit_request(&mut editor);
+    assert_eq!(change["textDocument"]["version"], 8);
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 9}, "contentChanges": [{"text": LIB}]}),
+    );
+    editor.respond(&id, json!({"applied": true}));
+    let undone = editor.expect_response(&json!(undo_id));
+    assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
+    let (version, text) = editor.text_of(&uri);
+    assert_eq!((version, text.as_str()), (9, LIB));
+    editor.shutdown();
+}
+
+#[test]
+fn a_refused_or_unconfirmed_edit_is_reported_to_the_model_and_nothing_is_lost() {
+    let dir = TempDir::new("lsp-agent-stale");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a - b\n", "    a + b\n"),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e2", "    a - b\n", "    b + a\n"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Gave up."])));
+    let mut editor = start(&dir, &provider);
+    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+    editor.open(&uri, "rust", 1, LIB);
+    let run = editor.request("wright/agentRun", json!({"task": "fix add"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+
+    // The user typed meanwhile: the editor refuses the stale version.
+    let (id, _) = apply_edit_request(&mut editor);
+    let typed = format!("// typed by the user\n{LIB}");
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": typed}]}),
+    );
+    editor.respond(
+        &id,
+        json!({"applied": false, "failureReason": "version mismatch"}),
+    );
+    // The retry is computed against version 2; this editor claims success but changes nothing
+    // (as Neovim does for an edit it skips): without a matching didChange it does not count.
+    let (id, change) = apply_edit_request(&mut editor);
+    assert_eq!(change["textDocument"]["version"], 2);
+    editor.respond(&id, json!({"applied": true}));
+
+    let outcome = finished(&mut editor, &session);
+    assert_eq!(outcome["status"], "done");
+    assert_eq!(outcome["filesChanged"], json!([]), "{outcome}");
+    let messages = provider.requests()[2].json()["messages"].clone();
+    let results: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(results.len(), 2);
+    for result in results {
+        assert!(
+            result.contains("changed since the edit was planned"),
+            "{result}"
+        );
+    }
+    let (version, text) = editor.text_of(&uri);
+    assert_eq!(
+        (version, text),
+        (2, typed),
+        "the user's keystrokes are all there"
+    );
+    editor.shutdown();
+}
+
+#[test]
+fn runs_without_a_model_or_in_review_mode_are_refused_with_a_reason() {
+    let dir = TempDir::new("lsp-agent-refused");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    let mut editor = start(&dir, &provider);
+    let review = editor.request_response(
+        "wright/agentRun",
+        json!({"task": "x", "applyMode": "review"}),
+    );
+    assert!(
+        review["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("review"),
+        "{review}"
+    );
+    let unknown =
+        editor.request_response("wright/agentRun", json!({"task": "x", "model": "nonsense"}));
+    assert!(unknown.get("error").is_some(), "{unknown}");
+    let cancel = editor.request(
+        "wright/agentCancel",
+        json!({"sessionId": "no-such-session"}),
+    );
+    assert_eq!(cancel["cancelled"], false);
+    let undo = editor.request_response("wright/undo", json!({}));
+    assert!(
+        undo["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no agent session"),
+        "{undo}"
+    );
+    editor.shutdown();
+}
