@@ -4,6 +4,7 @@
 //! is the map of what each owns and the invariants it keeps.
 
 pub mod buffers;
+pub mod compaction;
 pub mod config;
 pub mod doctor;
 pub mod edit;
