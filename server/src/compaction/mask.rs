@@ -8,6 +8,8 @@
 //! smaller. A placeholder's text depends only on the output and what followed it, so it
 //! never changes once written.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::{CompactionError, Compactor, Recorded};
@@ -42,7 +44,13 @@ pub(super) struct Estimate {
 }
 
 impl Estimate {
-    pub(super) fn update(&mut self, transcript: &Transcript) -> usize {
+    /// The estimate of `transcript`'s request. Outputs already recorded are not counted
+    /// again: their tokens are known.
+    pub(super) fn update(
+        &mut self,
+        transcript: &Transcript,
+        outputs: &HashMap<String, Recorded>,
+    ) -> usize {
         let messages = transcript.messages();
         if transcript.rewrites() != self.rewrites || self.per_message.len() > messages.len() {
             self.per_message.clear();
@@ -55,7 +63,18 @@ impl Estimate {
         });
         let start = self.per_message.len();
         self.per_message
-            .extend(messages[start..].iter().map(estimate_message));
+            .extend(messages[start..].iter().map(|message| match message {
+                Message::ToolResult {
+                    call_id, content, ..
+                } => match outputs.get(call_id) {
+                    Some(output) if output.bytes == content.len() && !output.masked => {
+                        // The framing of a result, plus its known content.
+                        estimate_message(&Message::User(String::new())) + output.tokens
+                    }
+                    _ => estimate_message(message),
+                },
+                _ => estimate_message(message),
+            }));
         fixed + self.per_message.iter().sum::<usize>()
     }
 }
@@ -76,7 +95,7 @@ impl Compactor {
         transcript: &mut Transcript,
     ) -> Result<Option<MaskReport>, CompactionError> {
         self.record_new(transcript)?;
-        let before = self.estimate.update(transcript);
+        let before = self.estimate.update(transcript, &self.outputs);
         if before <= self.settings.threshold {
             return Ok(None);
         }
@@ -90,7 +109,7 @@ impl Compactor {
             }
         }
         transcript.mask_tool_results(replacements);
-        let tokens_after = self.estimate.update(transcript);
+        let tokens_after = self.estimate.update(transcript, &self.outputs);
         let report = MaskReport {
             masked,
             stale,
@@ -405,7 +424,7 @@ mod tests {
         // A window where the threshold is passed but the low-water mark is near: only the
         // stale reads must go, whatever their age.
         let mut compactor = compactor(14_000, 3);
-        let before = compactor.estimate.update(&session.transcript);
+        let before = compactor.estimate.update(&session.transcript, &compactor.outputs);
         compactor.settings.threshold = before - 1;
         compactor.settings.low_water = before - 1;
         let report = compactor.after_step(&mut session.transcript).unwrap().unwrap();

@@ -61,7 +61,7 @@ impl Compactor {
         if keep_from <= 1 {
             return Err(CompactionError::NothingToSummarize);
         }
-        let tokens_before = self.estimate.update(transcript);
+        let tokens_before = self.estimate.update(transcript, &self.outputs);
         let request = self.summary_request(transcript);
         let response = model.stream(&request).collect_response().await?;
         let written = response.text.trim();
@@ -76,7 +76,7 @@ impl Compactor {
         let before_len = transcript.messages().len();
         transcript.compact(keep_from, &body);
         let messages_replaced = before_len + 1 - transcript.messages().len();
-        let tokens_after = self.estimate.update(transcript);
+        let tokens_after = self.estimate.update(transcript, &self.outputs);
         tracing::info!(
             tokens_before,
             tokens_after,

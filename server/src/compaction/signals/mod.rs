@@ -371,7 +371,6 @@ impl<'a> Workspace<'a> {
             "/usr/lib/",
             "/usr/local/go/",
             "node:internal",
-            "internal/",
         ];
         if FOREIGN.iter().any(|marker| path.contains(marker)) {
             return None;
@@ -599,6 +598,9 @@ mod tests {
         assert_eq!(ws.relative("/rustc/abc/library/core/src/panicking.rs"), None);
         assert_eq!(ws.relative("node_modules/jest/build/index.js"), None);
         assert_eq!(ws.relative("<frozen importlib._bootstrap>"), None);
+        assert_eq!(ws.relative("node:internal/process/task_queues:95:5"), None);
+        // Go's `internal/` packages are the workspace's own.
+        assert_eq!(ws.relative("internal/store/db.go").as_deref(), Some("internal/store/db.go"));
         assert_eq!(Workspace::new(None).relative("/home/dev/proj/a.rs"), None);
     }
 
