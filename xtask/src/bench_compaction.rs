@@ -194,17 +194,45 @@ fn cargo_build_errors(file: &str, line: usize) -> String {
 /// The scripted session: a cycle of ten steps over a moving set of files.
 fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
     let fixtures: [(&str, &str); 7] = [
-        ("cd tools && python -m pytest", include_str!("../../server/src/compaction/fixtures/pytest.txt")),
-        ("python3 -m unittest", include_str!("../../server/src/compaction/fixtures/unittest.txt")),
-        ("cd editors/vscode && npx jest", include_str!("../../server/src/compaction/fixtures/jest.txt")),
-        ("cd editors/vscode && npx vitest run", include_str!("../../server/src/compaction/fixtures/vitest.txt")),
-        ("cd tools/gen && go test ./...", include_str!("../../server/src/compaction/fixtures/go_test.txt")),
-        ("cd editors/vscode && npx tsc --noEmit", include_str!("../../server/src/compaction/fixtures/tsc.txt")),
+        (
+            "cd tools && python -m pytest",
+            include_str!("../../server/src/compaction/fixtures/pytest.txt"),
+        ),
+        (
+            "python3 -m unittest",
+            include_str!("../../server/src/compaction/fixtures/unittest.txt"),
+        ),
+        (
+            "cd editors/vscode && npx jest",
+            include_str!("../../server/src/compaction/fixtures/jest.txt"),
+        ),
+        (
+            "cd editors/vscode && npx vitest run",
+            include_str!("../../server/src/compaction/fixtures/vitest.txt"),
+        ),
+        (
+            "cd tools/gen && go test ./...",
+            include_str!("../../server/src/compaction/fixtures/go_test.txt"),
+        ),
+        (
+            "cd editors/vscode && npx tsc --noEmit",
+            include_str!("../../server/src/compaction/fixtures/tsc.txt"),
+        ),
         ("cargo build -p wright", ""),
     ];
     let patterns = [
-        "Transcript", "fn parse", "Result<", "tracing::", "pub struct", "unwrap_or", "Config", "impl ",
-        "Message::", "to_owned()", "HashMap", "Path",
+        "Transcript",
+        "fn parse",
+        "Result<",
+        "tracing::",
+        "pub struct",
+        "unwrap_or",
+        "Config",
+        "impl ",
+        "Message::",
+        "to_owned()",
+        "HashMap",
+        "Path",
     ];
     let n = corpus.files.len();
     let t = corpus.tests.len();
@@ -223,9 +251,19 @@ fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
         let (text, tool, arguments, output) = match step % 10 {
             0 => {
                 let pattern = patterns[cycle % patterns.len()];
-                (format!("Looking for `{pattern}` across the server."), "grep", json!({"pattern": pattern}), grep(corpus, pattern))
+                (
+                    format!("Looking for `{pattern}` across the server."),
+                    "grep",
+                    json!({"pattern": pattern}),
+                    grep(corpus, pattern),
+                )
             }
-            1 => (format!("Reading {a_path}."), "read_file", json!({"path": a_path}), numbered(a_text, 1, lines(a_text))),
+            1 => (
+                format!("Reading {a_path}."),
+                "read_file",
+                json!({"path": a_path}),
+                numbered(a_text, 1, lines(a_text)),
+            ),
             2 => (
                 format!("The first half of {b_path} has the helper."),
                 "read_file",
@@ -238,15 +276,31 @@ fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
                 json!({"path": a_path, "old_string": "let total = estimate;", "new_string": "let total = estimate.unwrap_or(0);"}),
                 format!("Applied 1 replacement to {a_path} (lines 41-41)."),
             ),
-            4 => (format!("Reading {a_path} again after the edit."), "read_file", json!({"path": a_path}), numbered(a_text, 1, lines(a_text))),
-            5 => ("Running the tests.".to_owned(), "run_tests", json!({}), cargo_test(corpus, &failing)),
+            4 => (
+                format!("Reading {a_path} again after the edit."),
+                "read_file",
+                json!({"path": a_path}),
+                numbered(a_text, 1, lines(a_text)),
+            ),
+            5 => (
+                "Running the tests.".to_owned(),
+                "run_tests",
+                json!({}),
+                cargo_test(corpus, &failing),
+            ),
             6 => (
                 "Where is it defined?".to_owned(),
                 "find_symbol",
                 json!({"query": "estimate_request"}),
-                "server/src/llm/tokens.rs:22:1 fn estimate_request(request: &Request) -> usize\n".to_owned(),
+                "server/src/llm/tokens.rs:22:1 fn estimate_request(request: &Request) -> usize\n"
+                    .to_owned(),
             ),
-            7 => (format!("Reading {c_path}."), "read_file", json!({"path": c_path}), numbered(c_text, 1, lines(c_text))),
+            7 => (
+                format!("Reading {c_path}."),
+                "read_file",
+                json!({"path": c_path}),
+                numbered(c_text, 1, lines(c_text)),
+            ),
             8 => {
                 let (command, output) = fixtures[cycle % fixtures.len()];
                 let output = if output.is_empty() {
@@ -254,7 +308,12 @@ fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
                 } else {
                     output.to_owned()
                 };
-                (format!("Checking with `{command}`."), "run_command", json!({"command": command}), output)
+                (
+                    format!("Checking with `{command}`."),
+                    "run_command",
+                    json!({"command": command}),
+                    output,
+                )
             }
             _ => (
                 format!("Outline of {b_path}."),
@@ -263,7 +322,12 @@ fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
                 b_text
                     .lines()
                     .enumerate()
-                    .filter(|(_, l)| l.starts_with("pub fn") || l.starts_with("fn ") || l.starts_with("pub struct") || l.starts_with("impl"))
+                    .filter(|(_, l)| {
+                        l.starts_with("pub fn")
+                            || l.starts_with("fn ")
+                            || l.starts_with("pub struct")
+                            || l.starts_with("impl")
+                    })
                     .map(|(i, l)| format!("{:>5}  {}\n", i + 1, l.trim_end_matches('{').trim()))
                     .collect(),
             ),
@@ -280,8 +344,19 @@ fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
 
 fn tools() -> Vec<ToolSchema> {
     [
-        "list_dir", "read_file", "grep", "find_symbol", "outline", "find_references", "edit",
-        "multi_edit", "apply_patch", "write_file", "run_command", "run_tests", "read_artifact",
+        "list_dir",
+        "read_file",
+        "grep",
+        "find_symbol",
+        "outline",
+        "find_references",
+        "edit",
+        "multi_edit",
+        "apply_patch",
+        "write_file",
+        "run_command",
+        "run_tests",
+        "read_artifact",
         "update_plan",
     ]
     .iter()
@@ -369,7 +444,8 @@ fn measure(root: &Path, script: &[Step]) -> anyhow::Result<String> {
             Some("bench-compaction".to_owned()),
         );
         transcript.push(Message::User(
-            "Make `cargo test -p wright` pass: the token estimates of compaction are off.".to_owned(),
+            "Make `cargo test -p wright` pass: the token estimates of compaction are off."
+                .to_owned(),
         ));
         transcript
     };
@@ -426,19 +502,19 @@ fn measure(root: &Path, script: &[Step]) -> anyhow::Result<String> {
         .join("\n");
     let (mut keys, mut kept, mut outputs_with_signals) = (0, 0, 0);
     let mut missing = Vec::new();
-    for n in 0..script.len() {
+    for (n, step) in script.iter().enumerate() {
         let call = ToolCall {
             id: format!("call_{n}"),
-            name: script[n].tool.to_owned(),
-            arguments: script[n].arguments.to_string(),
+            name: step.tool.to_owned(),
+            arguments: step.arguments.to_string(),
         };
-        let recorded = compactor.record(&call, &script[n].output, false)?;
+        let recorded = compactor.record(&call, &step.output, false)?;
         let Some(signals) = &recorded.signals else {
             continue;
         };
         // An output still verbatim holds its signals in its own spelling (`file(3,5)`).
         let verbatim = compacted.messages().iter().any(|m| {
-            matches!(m, Message::ToolResult { call_id, content, .. } if *call_id == call.id && *content == script[n].output)
+            matches!(m, Message::ToolResult { call_id, content, .. } if *call_id == call.id && *content == step.output)
         });
         let output_keys = signals.keys();
         outputs_with_signals += usize::from(!output_keys.is_empty());
@@ -483,7 +559,10 @@ fn measure(root: &Path, script: &[Step]) -> anyhow::Result<String> {
         settings.threshold * 100 / settings.context_window,
         settings.keep_recent,
     )?;
-    writeln!(out, "| | without compaction (peer) | with compaction | ratio |")?;
+    writeln!(
+        out,
+        "| | without compaction (peer) | with compaction | ratio |"
+    )?;
     writeln!(out, "|---|---:|---:|---:|")?;
     let row = |out: &mut String, label: &str, peer: usize, ours: usize| {
         let _ = writeln!(
@@ -559,7 +638,11 @@ fn measure(root: &Path, script: &[Step]) -> anyhow::Result<String> {
     writeln!(
         out,
         "| step | {} |",
-        marks.iter().map(usize::to_string).collect::<Vec<_>>().join(" | ")
+        marks
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ")
     )?;
     writeln!(out, "|---|{}", "---:|".repeat(marks.len()))?;
     for (label, track) in [("without", &peer), ("with", &ours)] {

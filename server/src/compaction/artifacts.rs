@@ -143,7 +143,13 @@ impl ArtifactStore {
             // Tool names are identifiers; anything else is kept out of the file name.
             let tool_part: String = tool
                 .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect();
             let path = dir.join(format!("{id}.{tool_part}.txt"));
             let temporary = dir.join(format!(".{id}.{}.tmp", std::process::id()));
@@ -235,10 +241,8 @@ mod tests {
     use super::*;
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "wright-artifacts-{name}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("wright-artifacts-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
     }
@@ -248,7 +252,10 @@ mod tests {
         let mut store = ArtifactStore::in_memory();
         let first = store.put("run_tests", "one\ntwo\n").unwrap();
         let second = store.put("grep", "x").unwrap();
-        assert_eq!((first.to_string(), second.to_string()), ("a1".into(), "a2".into()));
+        assert_eq!(
+            (first.to_string(), second.to_string()),
+            ("a1".into(), "a2".into())
+        );
         assert_eq!(ArtifactId::parse("a2"), Some(second.clone()));
         for bad in ["", "a", "a0", "b2", "a-1", "a1x", "17"] {
             assert_eq!(ArtifactId::parse(bad), None, "{bad}");
@@ -268,10 +275,21 @@ mod tests {
             "[artifact a1 from run_command: lines 9-11 of 12]\n 9\tline 9\n10\tline 10\n11\tline 11\n"
         );
         // An end past the last line is clamped; the header says what was returned.
-        assert!(store.read("a1", Some(12), Some(99)).unwrap().contains("lines 12-12 of 12"));
+        assert!(
+            store
+                .read("a1", Some(12), Some(99))
+                .unwrap()
+                .contains("lines 12-12 of 12")
+        );
         let unknown = store.read("a9", None, None).unwrap_err().to_string();
-        assert_eq!(unknown, "no artifact \"a9\" in this session (the only one is a1)");
-        let past = store.read("a1", Some(13), Some(20)).unwrap_err().to_string();
+        assert_eq!(
+            unknown,
+            "no artifact \"a9\" in this session (the only one is a1)"
+        );
+        let past = store
+            .read("a1", Some(13), Some(20))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             past,
             "artifact a1 has 12 line(s); lines 13-20 are out of range: ask for lines 1-12 or a part of them"
@@ -307,7 +325,12 @@ mod tests {
         std::fs::write(dir.join(".a3.999.tmp"), "half").unwrap();
         let mut reopened = ArtifactStore::open(&dir).unwrap();
         assert_eq!(reopened.len(), 2);
-        assert!(reopened.read("a1", None, None).unwrap().contains("failures: 2"));
+        assert!(
+            reopened
+                .read("a1", None, None)
+                .unwrap()
+                .contains("failures: 2")
+        );
         assert_eq!(reopened.put("grep", "hit").unwrap().to_string(), "a3");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -117,14 +117,18 @@ impl Compactor {
             tokens_after,
             needs_summary: tokens_after > self.settings.threshold,
         };
-        tracing::info!(
-            masked,
-            stale,
-            before,
-            after = tokens_after,
-            needs_summary = report.needs_summary,
-            "masked tool outputs"
-        );
+        if masked > 0 {
+            tracing::info!(
+                masked,
+                stale,
+                before,
+                after = tokens_after,
+                needs_summary = report.needs_summary,
+                "masked tool outputs"
+            );
+        } else {
+            tracing::debug!(before, "over the threshold with nothing left to mask");
+        }
         Ok(Some(report))
     }
 
@@ -143,11 +147,13 @@ impl Compactor {
             if self.outputs.contains_key(call_id) || content.starts_with(MASK_PREFIX) {
                 continue;
             }
-            let call = find_call(&messages[..index], call_id).cloned().unwrap_or(ToolCall {
-                id: call_id.clone(),
-                name: "unknown_tool".to_owned(),
-                arguments: "{}".to_owned(),
-            });
+            let call = find_call(&messages[..index], call_id)
+                .cloned()
+                .unwrap_or(ToolCall {
+                    id: call_id.clone(),
+                    name: "unknown_tool".to_owned(),
+                    arguments: "{}".to_owned(),
+                });
             self.record(&call, content, *is_error)?;
         }
         Ok(())
@@ -285,8 +291,12 @@ mod tests {
 
     impl Session {
         fn new() -> Self {
-            let mut transcript =
-                Transcript::new("You are a coding agent.".into(), Vec::new(), Sampling::default(), None);
+            let mut transcript = Transcript::new(
+                "You are a coding agent.".into(),
+                Vec::new(),
+                Sampling::default(),
+                None,
+            );
             transcript.push(Message::User("fix the failing tests".into()));
             Self {
                 transcript,
@@ -341,7 +351,11 @@ mod tests {
     #[test]
     fn nothing_happens_under_the_threshold() {
         let mut session = Session::new();
-        session.call("grep", json!({"pattern": "fn main"}), "src/main.rs:1:fn main() {}");
+        session.call(
+            "grep",
+            json!({"pattern": "fn main"}),
+            "src/main.rs:1:fn main() {}",
+        );
         let mut compactor = compactor(128_000, 3);
         assert_eq!(compactor.after_step(&mut session.transcript).unwrap(), None);
         assert_eq!(session.transcript.rewrites(), 0);
@@ -354,10 +368,17 @@ mod tests {
         let tests = include_str!("fixtures/cargo_workspace.txt");
         session.call("run_tests", json!({}), tests);
         for i in 0..6 {
-            session.call("read_file", json!({"path": format!("src/m{i}.rs")}), &file(120, "a"));
+            session.call(
+                "read_file",
+                json!({"path": format!("src/m{i}.rs")}),
+                &file(120, "a"),
+            );
         }
         let mut compactor = compactor(16_000, 3);
-        let report = compactor.after_step(&mut session.transcript).unwrap().unwrap();
+        let report = compactor
+            .after_step(&mut session.transcript)
+            .unwrap()
+            .unwrap();
         // Everything but the newest three goes, since even that stays above the low-water mark.
         assert_eq!(report.masked, 4, "{report:?}");
         assert!(report.tokens_after < report.tokens_before / 2, "{report:?}");
@@ -366,10 +387,18 @@ mod tests {
         let contents = session.contents();
         // The test run is masked, and its placeholder still names every failure.
         assert!(contents[0].starts_with(MASK_PREFIX), "{}", contents[0]);
-        assert!(contents[0].contains("run_tests → artifact a1 (123 lines"), "{}", contents[0]);
+        assert!(
+            contents[0].contains("run_tests → artifact a1 (123 lines"),
+            "{}",
+            contents[0]
+        );
         let signals = compactor.outputs["call_1"].signals.clone().unwrap();
         for key in signals.keys() {
-            assert!(contents[0].contains(&key), "{key} missing from {}", contents[0]);
+            assert!(
+                contents[0].contains(&key),
+                "{key} missing from {}",
+                contents[0]
+            );
         }
         // The last three outputs are verbatim.
         for content in &contents[4..] {
@@ -385,13 +414,20 @@ mod tests {
         let mut batches = 0;
         let mut previous: Option<Vec<Message>> = None;
         for i in 0..60 {
-            session.call("read_file", json!({"path": format!("src/f{i}.rs")}), &file(40, "b"));
+            session.call(
+                "read_file",
+                json!({"path": format!("src/f{i}.rs")}),
+                &file(40, "b"),
+            );
             let report = compactor.after_step(&mut session.transcript).unwrap();
             let messages = session.transcript.messages().to_vec();
             match report {
                 Some(report) => {
                     batches += 1;
-                    assert!(report.masked > 1, "a batch masks several outputs: {report:?}");
+                    assert!(
+                        report.masked > 1,
+                        "a batch masks several outputs: {report:?}"
+                    );
                 }
                 None => {
                     // No batch: the previous request's messages are an exact prefix.
@@ -409,28 +445,53 @@ mod tests {
     #[test]
     fn stale_reads_go_first_and_say_why() {
         let mut session = Session::new();
-        session.call("read_file", json!({"path": "src/lib.rs"}), &file(100, "old"));
-        session.call("read_file", json!({"path": "src/other.rs", "start_line": 1, "end_line": 50}), &file(50, "o"));
+        session.call(
+            "read_file",
+            json!({"path": "src/lib.rs"}),
+            &file(100, "old"),
+        );
+        session.call(
+            "read_file",
+            json!({"path": "src/other.rs", "start_line": 1, "end_line": 50}),
+            &file(50, "o"),
+        );
         session.call(
             "edit",
             json!({"path": "./src/other.rs", "old_string": "a", "new_string": "b"}),
             "applied 1 replacement to src/other.rs",
         );
         session.call("grep", json!({"pattern": "compute"}), &file(60, "g"));
-        session.call("read_file", json!({"path": "src/lib.rs"}), &file(100, "new"));
+        session.call(
+            "read_file",
+            json!({"path": "src/lib.rs"}),
+            &file(100, "new"),
+        );
         for i in 0..3 {
-            session.call("read_file", json!({"path": format!("src/x{i}.rs")}), &file(20, "x"));
+            session.call(
+                "read_file",
+                json!({"path": format!("src/x{i}.rs")}),
+                &file(20, "x"),
+            );
         }
         // A window where the threshold is passed but the low-water mark is near: only the
         // stale reads must go, whatever their age.
         let mut compactor = compactor(14_000, 3);
-        let before = compactor.estimate.update(&session.transcript, &compactor.outputs);
+        let before = compactor
+            .estimate
+            .update(&session.transcript, &compactor.outputs);
         compactor.settings.threshold = before - 1;
         compactor.settings.low_water = before - 1;
-        let report = compactor.after_step(&mut session.transcript).unwrap().unwrap();
+        let report = compactor
+            .after_step(&mut session.transcript)
+            .unwrap()
+            .unwrap();
         assert_eq!((report.masked, report.stale), (2, 2), "{report:?}");
         let contents = session.contents();
-        assert!(contents[0].ends_with("; superseded by a later read of this file]"), "{}", contents[0]);
+        assert!(
+            contents[0].ends_with("; superseded by a later read of this file]"),
+            "{}",
+            contents[0]
+        );
         assert!(contents[0].contains("read_file src/lib.rs → artifact a1"));
         assert!(contents[1].contains("read_file src/other.rs lines 1-50 → artifact a2"));
         assert!(contents[1].contains("stale: the file was edited after this read"));
@@ -441,10 +502,17 @@ mod tests {
     fn when_masking_is_not_enough_the_report_asks_for_a_summary() {
         let mut session = Session::new();
         for i in 0..3 {
-            session.call("read_file", json!({"path": format!("src/big{i}.rs")}), &file(400, "c"));
+            session.call(
+                "read_file",
+                json!({"path": format!("src/big{i}.rs")}),
+                &file(400, "c"),
+            );
         }
         let mut compactor = compactor(8_000, 3);
-        let report = compactor.after_step(&mut session.transcript).unwrap().unwrap();
+        let report = compactor
+            .after_step(&mut session.transcript)
+            .unwrap()
+            .unwrap();
         assert_eq!(report.masked, 0);
         assert!(report.needs_summary);
         assert_eq!(session.transcript.rewrites(), 0);
@@ -453,7 +521,11 @@ mod tests {
     #[test]
     fn placeholders_of_a_resumed_transcript_are_not_recorded_again() {
         let mut session = Session::new();
-        session.call("grep", json!({"pattern": "x"}), &format!("{MASK_PREFIX}: grep → artifact a1 (3 lines, 20 bytes, ~9 tokens)]"));
+        session.call(
+            "grep",
+            json!({"pattern": "x"}),
+            &format!("{MASK_PREFIX}: grep → artifact a1 (3 lines, 20 bytes, ~9 tokens)]"),
+        );
         let mut compactor = compactor(128_000, 3);
         compactor.after_step(&mut session.transcript).unwrap();
         assert!(compactor.artifacts().is_empty());

@@ -285,7 +285,10 @@ mod tests {
     #[test]
     fn patches_name_every_file_they_touch() {
         let patch = "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: src/b.rs\n@@\n-x\n+y\n*** Add File: ./src/c.rs\n+new\n*** Delete File: src/d.rs\n*** End Patch\n";
-        assert_eq!(patch_paths(patch), ["src/a.rs", "src/b.rs", "src/c.rs", "src/d.rs"]);
+        assert_eq!(
+            patch_paths(patch),
+            ["src/a.rs", "src/b.rs", "src/c.rs", "src/d.rs"]
+        );
     }
 
     #[test]

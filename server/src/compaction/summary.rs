@@ -45,7 +45,9 @@ impl Compactor {
     /// history, sampling, cache key) with [`SUMMARY_INSTRUCTION`] as the last user message.
     pub fn summary_request(&self, transcript: &Transcript) -> Request {
         let mut request = transcript.request();
-        request.messages.push(Message::User(SUMMARY_INSTRUCTION.to_owned()));
+        request
+            .messages
+            .push(Message::User(SUMMARY_INSTRUCTION.to_owned()));
         request
     }
 
@@ -234,8 +236,16 @@ mod tests {
             Some("session-1".into()),
         );
         transcript.push(Message::User("Make `cargo test` pass in tinyconf.".into()));
-        let big: String = (0..300).map(|i| format!("line {i} of the parser\n")).collect();
-        step(&mut transcript, 1, "read_file", json!({"path": "src/config.rs"}), &big);
+        let big: String = (0..300)
+            .map(|i| format!("line {i} of the parser\n"))
+            .collect();
+        step(
+            &mut transcript,
+            1,
+            "read_file",
+            json!({"path": "src/config.rs"}),
+            &big,
+        );
         step(
             &mut transcript,
             2,
@@ -250,15 +260,31 @@ mod tests {
             json!({}),
             include_str!("fixtures/cargo_workspace.txt"),
         );
-        step(&mut transcript, 4, "read_file", json!({"path": "tests/roundtrip.rs"}), &big);
-        step(&mut transcript, 5, "grep", json!({"pattern": "reparsed"}), "tests/roundtrip.rs:20: let reparsed = parse(&text);");
+        step(
+            &mut transcript,
+            4,
+            "read_file",
+            json!({"path": "tests/roundtrip.rs"}),
+            &big,
+        );
+        step(
+            &mut transcript,
+            5,
+            "grep",
+            json!({"pattern": "reparsed"}),
+            "tests/roundtrip.rs:20: let reparsed = parse(&text);",
+        );
         transcript
     }
 
     #[tokio::test]
     async fn the_summary_rides_the_cached_prefix_and_keeps_task_facts_and_recent_turns() {
         let mut transcript = session();
-        let mut compactor = Compactor::new(Settings::new(128_000, 50, 2), None, ArtifactStore::in_memory());
+        let mut compactor = Compactor::new(
+            Settings::new(128_000, 50, 2),
+            None,
+            ArtifactStore::in_memory(),
+        );
         let model = FakeModel::new("1. Plan: fix defaults (done), roundtrip (in progress).");
         let before = transcript.request();
         let report = compactor.summarize(&mut transcript, &model).await.unwrap();
@@ -267,8 +293,14 @@ mod tests {
         let sent = &requests[0];
         assert_eq!(sent.system, before.system);
         assert_eq!(sent.cache_key, before.cache_key);
-        assert_eq!(&sent.messages[..before.messages.len()], before.messages.as_slice());
-        assert_eq!(sent.messages.last(), Some(&Message::User(SUMMARY_INSTRUCTION.into())));
+        assert_eq!(
+            &sent.messages[..before.messages.len()],
+            before.messages.as_slice()
+        );
+        assert_eq!(
+            sent.messages.last(),
+            Some(&Message::User(SUMMARY_INSTRUCTION.into()))
+        );
 
         // Summary + the turns of the two newest outputs (assistant, result, assistant, result).
         let messages = transcript.messages();
@@ -283,7 +315,11 @@ mod tests {
         assert!(summary.contains("## Task\nMake `cargo test` pass in tinyconf.\n"));
         assert!(summary.contains("1. Plan: fix defaults (done)"));
         assert!(summary.contains("Files changed: src/config.rs."));
-        for name in ["config::tests::defaults_apply", "parse_roundtrip", "src/lib.rs:17:21"] {
+        for name in [
+            "config::tests::defaults_apply",
+            "parse_roundtrip",
+            "src/lib.rs:17:21",
+        ] {
             assert!(summary.contains(name), "{name} missing from {summary}");
         }
         assert!(summary.contains("artifacts a1 to a5"));
@@ -293,13 +329,23 @@ mod tests {
     #[tokio::test]
     async fn a_session_goes_on_after_a_summary_and_a_second_one_keeps_the_task() {
         let mut transcript = session();
-        let mut compactor = Compactor::new(Settings::new(6_000, 50, 2), None, ArtifactStore::in_memory());
+        let mut compactor = Compactor::new(
+            Settings::new(6_000, 50, 2),
+            None,
+            ArtifactStore::in_memory(),
+        );
         let model = FakeModel::new("State: roundtrip still failing.");
         compactor.summarize(&mut transcript, &model).await.unwrap();
         // Masking and estimates keep working on the restarted transcript.
         let big: String = (0..200).map(|i| format!("let x{i} = y{i};\n")).collect();
         for n in 6..12 {
-            step(&mut transcript, n, "read_file", json!({"path": format!("src/f{n}.rs")}), &big);
+            step(
+                &mut transcript,
+                n,
+                "read_file",
+                json!({"path": format!("src/f{n}.rs")}),
+                &big,
+            );
             compactor.after_step(&mut transcript).unwrap();
         }
         assert!(transcript.messages().iter().any(
@@ -310,7 +356,9 @@ mod tests {
             panic!()
         };
         assert_eq!(summary.matches("## Task\n").count(), 1, "{summary}");
-        assert!(summary.contains("## Task\nMake `cargo test` pass in tinyconf.\n\n## Working state"));
+        assert!(
+            summary.contains("## Task\nMake `cargo test` pass in tinyconf.\n\n## Working state")
+        );
     }
 
     #[tokio::test]

@@ -135,8 +135,11 @@ mod tests {
         });
         assert_eq!(transcript.mask_tool_results(Vec::new()), 0);
         assert_eq!(transcript.rewrites(), 0);
-        let replaced =
-            transcript.mask_tool_results(vec![(0, "no".into()), (1, "[masked]".into()), (9, "x".into())]);
+        let replaced = transcript.mask_tool_results(vec![
+            (0, "no".into()),
+            (1, "[masked]".into()),
+            (9, "x".into()),
+        ]);
         assert_eq!(replaced, 1);
         assert_eq!(transcript.rewrites(), 1);
         assert_eq!(transcript.messages()[0], Message::User("task".into()));

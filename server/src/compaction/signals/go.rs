@@ -116,7 +116,10 @@ mod tests {
                 (
                     f.name.clone(),
                     f.message.clone().unwrap_or_default(),
-                    f.location.as_ref().map(Location::to_string).unwrap_or_default(),
+                    f.location
+                        .as_ref()
+                        .map(Location::to_string)
+                        .unwrap_or_default(),
                 )
             })
             .collect();

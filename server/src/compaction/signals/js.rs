@@ -60,8 +60,7 @@ pub(super) fn parse_tests(text: &str, format: Format, workspace: &Workspace) -> 
                 let body = lines[i];
                 i += 1;
                 if let Some(caps) = FRAME.captures(body) {
-                    if let Some(location) = workspace.location(&caps[1], &caps[2], Some(&caps[3]))
-                    {
+                    if let Some(location) = workspace.location(&caps[1], &caps[2], Some(&caps[3])) {
                         signals.push_frame(location.clone());
                         failure.location.get_or_insert(location);
                     }
@@ -157,7 +156,12 @@ pub(super) fn parse_tsc(text: &str, workspace: &Workspace) -> Signals {
                 workspace.location(&caps[1], &caps[2], Some(&caps[3])),
             )
         } else if let Some(caps) = TSC_GLOBAL.captures(line) {
-            (caps[1].to_owned(), caps[2].to_owned(), caps[3].to_owned(), None)
+            (
+                caps[1].to_owned(),
+                caps[2].to_owned(),
+                caps[3].to_owned(),
+                None,
+            )
         } else {
             continue;
         };
@@ -190,7 +194,10 @@ mod tests {
                 (
                     f.name.clone(),
                     f.message.clone().unwrap_or_default(),
-                    f.location.as_ref().map(Location::to_string).unwrap_or_default(),
+                    f.location
+                        .as_ref()
+                        .map(Location::to_string)
+                        .unwrap_or_default(),
                 )
             })
             .collect()
@@ -222,7 +229,12 @@ mod tests {
                 ),
             ]
         );
-        assert!(signals.frames.iter().all(|f| !f.path.contains("node_modules")));
+        assert!(
+            signals
+                .frames
+                .iter()
+                .all(|f| !f.path.contains("node_modules"))
+        );
     }
 
     #[test]
@@ -253,7 +265,10 @@ mod tests {
         let text = "FAIL src/a.test.js\n  sum\n    ✓ adds (2 ms)\n    ✕ subtracts (4 ms)\n\nTests:       1 failed, 1 passed, 2 total\n";
         let signals = extract(text, None, None);
         assert_eq!(signals.format, Format::Jest);
-        assert_eq!(summary(&signals), [("subtracts".into(), String::new(), String::new())]);
+        assert_eq!(
+            summary(&signals),
+            [("subtracts".into(), String::new(), String::new())]
+        );
     }
 
     #[test]
@@ -280,7 +295,11 @@ mod tests {
             );
             assert_eq!(
                 signals.keys(),
-                ["src/cart.ts:12:5", "src/cart.ts:31:22", "src/api/client.ts:8:24"]
+                [
+                    "src/cart.ts:12:5",
+                    "src/cart.ts:31:22",
+                    "src/api/client.ts:8:24"
+                ]
             );
         }
     }

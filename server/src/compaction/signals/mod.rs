@@ -471,10 +471,7 @@ pub fn detect(text: &str) -> Format {
                 Format::Cargo,
                 re(r"(?m)^(error|warning)(\[\w+\])?: .*\n\s*--> \S+\.rs:\d+"),
             ),
-            (
-                Format::GoTest,
-                re(r"(?m)^(# \S+|\S+\.go:\d+:\d+: )"),
-            ),
+            (Format::GoTest, re(r"(?m)^(# \S+|\S+\.go:\d+:\d+: )")),
         ]
     });
     MARKERS
@@ -486,7 +483,8 @@ pub fn detect(text: &str) -> Format {
 /// Colour and cursor escapes removed: runners colour their output on a terminal, and the
 /// sandbox may present one.
 fn strip_ansi(text: &str) -> Cow<'_, str> {
-    static ANSI: LazyLock<Regex> = LazyLock::new(|| re(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"));
+    static ANSI: LazyLock<Regex> =
+        LazyLock::new(|| re(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"));
     if text.contains('\x1b') {
         ANSI.replace_all(text, "")
     } else {
@@ -531,10 +529,10 @@ fn generic(text: &str, workspace: &Workspace) -> Signals {
         } else if ERROR_LINE.is_match(line) && !NOTHING_WRONG.is_match(line) {
             signals.errors.push(clip(line));
         }
-        if let Some(caps) = PY_FRAME.captures(line) {
-            if let Some(location) = workspace.location(&caps[1], &caps[2], None) {
-                signals.push_frame(location);
-            }
+        if let Some(caps) = PY_FRAME.captures(line)
+            && let Some(location) = workspace.location(&caps[1], &caps[2], None)
+        {
+            signals.push_frame(location);
         }
         for caps in PATH_LINE.captures_iter(line) {
             if let Some(location) =
@@ -574,7 +572,10 @@ mod tests {
     #[test]
     fn commands_name_their_format() {
         assert_eq!(Format::of_command("cargo test --lib"), Some(Format::Cargo));
-        assert_eq!(Format::of_command("python -m pytest -x"), Some(Format::Pytest));
+        assert_eq!(
+            Format::of_command("python -m pytest -x"),
+            Some(Format::Pytest)
+        );
         assert_eq!(
             Format::of_command("python3 -m unittest discover"),
             Some(Format::Unittest)
@@ -592,15 +593,24 @@ mod tests {
     fn workspace_paths_are_relative_and_foreign_ones_dropped() {
         let root = Path::new("/home/dev/proj");
         let ws = Workspace::new(Some(root));
-        assert_eq!(ws.relative("/home/dev/proj/src/a.rs").as_deref(), Some("src/a.rs"));
+        assert_eq!(
+            ws.relative("/home/dev/proj/src/a.rs").as_deref(),
+            Some("src/a.rs")
+        );
         assert_eq!(ws.relative("./src/a.rs").as_deref(), Some("src/a.rs"));
         assert_eq!(ws.relative("/home/dev/other/a.rs"), None);
-        assert_eq!(ws.relative("/rustc/abc/library/core/src/panicking.rs"), None);
+        assert_eq!(
+            ws.relative("/rustc/abc/library/core/src/panicking.rs"),
+            None
+        );
         assert_eq!(ws.relative("node_modules/jest/build/index.js"), None);
         assert_eq!(ws.relative("<frozen importlib._bootstrap>"), None);
         assert_eq!(ws.relative("node:internal/process/task_queues:95:5"), None);
         // Go's `internal/` packages are the workspace's own.
-        assert_eq!(ws.relative("internal/store/db.go").as_deref(), Some("internal/store/db.go"));
+        assert_eq!(
+            ws.relative("internal/store/db.go").as_deref(),
+            Some("internal/store/db.go")
+        );
         assert_eq!(Workspace::new(None).relative("/home/dev/proj/a.rs"), None);
     }
 
@@ -639,7 +649,12 @@ mod tests {
             "{:?}",
             signals.errors
         );
-        assert!(signals.frames.iter().any(|f| f.to_string() == "src/parse.c:42:17"));
+        assert!(
+            signals
+                .frames
+                .iter()
+                .any(|f| f.to_string() == "src/parse.c:42:17")
+        );
         assert!(!signals.frames.iter().any(|f| f.path.starts_with("/usr")));
     }
 
@@ -649,8 +664,17 @@ mod tests {
         let signals = extract(text, Some(Format::Cargo), None);
         assert_eq!(signals.format, Format::Generic);
         assert_eq!(signals.frames[0].to_string(), "app/main.py:3");
-        assert!(signals.errors.iter().any(|e| e.contains("RuntimeError: boom")));
-        assert!(signals.render().contains("frames: app/main.py:3"), "{}", signals.render());
+        assert!(
+            signals
+                .errors
+                .iter()
+                .any(|e| e.contains("RuntimeError: boom"))
+        );
+        assert!(
+            signals.render().contains("frames: app/main.py:3"),
+            "{}",
+            signals.render()
+        );
     }
 
     #[test]

@@ -13,8 +13,7 @@ static PYTEST_TOTALS: LazyLock<Regex> =
 static PYTEST_SUMMARY: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(FAILED|ERROR) (\S+)(?: - (.+))?$"));
 /// `-v` progress lines: `tests/test_x.py::test_y FAILED  [ 50%]`.
-static PYTEST_VERBOSE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(\S+::\S+) (FAILED|ERROR)\b"));
+static PYTEST_VERBOSE: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+::\S+) (FAILED|ERROR)\b"));
 static PYTEST_SECTION: LazyLock<Regex> = LazyLock::new(|| re(r"^_{3,} (.+?) _{3,}$"));
 /// The end of each traceback entry in pytest's long format: `tests/test_x.py:9: AssertionError`.
 static PYTEST_ENTRY: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+\.py):(\d+)(?:: ?(\S*))?$"));
@@ -42,7 +41,11 @@ pub(super) fn parse_pytest(text: &str, workspace: &Workspace) -> Signals {
         if PYTEST_BANNER.is_match(line) {
             in_section = false;
         }
-        let section = if in_section { sections.last_mut() } else { None };
+        let section = if in_section {
+            sections.last_mut()
+        } else {
+            None
+        };
         if let Some(caps) = PYTEST_TOTALS.captures(line) {
             let (mut passed, mut failed) = (0, 0);
             for count in COUNT.captures_iter(&caps[1]) {
@@ -117,7 +120,10 @@ pub(super) fn parse_pytest(text: &str, workspace: &Workspace) -> Signals {
             .collect()
     };
     for failure in &mut failures {
-        if let Some(section) = sections.iter().find(|s| section_matches(&s.title, &failure.name)) {
+        if let Some(section) = sections
+            .iter()
+            .find(|s| section_matches(&s.title, &failure.name))
+        {
             if section.message.is_some() {
                 failure.message.clone_from(&section.message);
             }
@@ -142,8 +148,7 @@ fn section_matches(title: &str, name: &str) -> bool {
 static UNITTEST_HEADER: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (\S+) \(([^)]+)\)"));
 static UNITTEST_RAN: LazyLock<Regex> = LazyLock::new(|| re(r"^Ran (\d+) tests? in "));
-static UNITTEST_RESULT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(FAILED|OK)(?: \((.*)\))?$"));
+static UNITTEST_RESULT: LazyLock<Regex> = LazyLock::new(|| re(r"^(FAILED|OK)(?: \((.*)\))?$"));
 static UNITTEST_RULE: LazyLock<Regex> = LazyLock::new(|| re(r"^(-{20,}|={20,})$"));
 static PARAMETER: LazyLock<Regex> = LazyLock::new(|| re(r"(\w+)=(\d+)"));
 
@@ -227,7 +232,10 @@ mod tests {
                 (
                     f.name.clone(),
                     f.message.clone().unwrap_or_default(),
-                    f.location.as_ref().map(Location::to_string).unwrap_or_default(),
+                    f.location
+                        .as_ref()
+                        .map(Location::to_string)
+                        .unwrap_or_default(),
                 )
             })
             .collect()

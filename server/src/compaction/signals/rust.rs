@@ -10,8 +10,7 @@ use regex::Regex;
 
 use super::{Diagnostic, Failure, Format, Location, Severity, Signals, Workspace, clip, re};
 
-static TEST_LINE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^test (.+?) \.\.\. (ok|FAILED|ignored)"));
+static TEST_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^test (.+?) \.\.\. (ok|FAILED|ignored)"));
 static RESULT: LazyLock<Regex> =
     LazyLock::new(|| re(r"^test result: \w+\. (\d+) passed; (\d+) failed;"));
 static STDOUT_HEADER: LazyLock<Regex> = LazyLock::new(|| re(r"^---- (.+) std(out|err) ----$"));
@@ -22,8 +21,7 @@ static PANIC: LazyLock<Regex> =
 static PANIC_OLD: LazyLock<Regex> =
     LazyLock::new(|| re(r"^thread '([^']*)'(?: \(\d+\))? panicked at '(.*)', (.+?):(\d+):(\d+)$"));
 static FRAME: LazyLock<Regex> = LazyLock::new(|| re(r"^\s+at (.+?):(\d+):(\d+)$"));
-static DIAGNOSTIC: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(error|warning)(?:\[(\w+)\])?: (.+)$"));
+static DIAGNOSTIC: LazyLock<Regex> = LazyLock::new(|| re(r"^(error|warning)(?:\[(\w+)\])?: (.+)$"));
 static ARROW: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*--> (.+?):(\d+):(\d+)$"));
 /// cargo's closing lines, which repeat what the diagnostics already said.
 static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
@@ -199,7 +197,10 @@ mod tests {
             parse.message.as_deref(),
             Some("called `Result::unwrap()` on an `Err` value: ParseIntError { kind: Empty }")
         );
-        assert_eq!(parse.location.as_ref().unwrap().to_string(), "src/lib.rs:2:49");
+        assert_eq!(
+            parse.location.as_ref().unwrap().to_string(),
+            "src/lib.rs:2:49"
+        );
         assert_eq!(
             signals.failures[1].message.as_deref(),
             Some("assertion `left == right` failed left: 14 right: 13")
@@ -219,7 +220,9 @@ mod tests {
         assert!(signals.diagnostics.is_empty(), "{:?}", signals.diagnostics);
         let rendered = signals.render();
         assert!(
-            rendered.starts_with("cargo: 2 failed, 2 passed; failed: tests::parse_empty at src/lib.rs:2:49 (called"),
+            rendered.starts_with(
+                "cargo: 2 failed, 2 passed; failed: tests::parse_empty at src/lib.rs:2:49 (called"
+            ),
             "{rendered}"
         );
     }
@@ -234,10 +237,16 @@ mod tests {
         assert_eq!(error.severity, Severity::Error);
         assert_eq!(error.code.as_deref(), Some("E0277"));
         assert_eq!(error.message, "cannot add `&str` to `i32`");
-        assert_eq!(error.location.as_ref().unwrap().to_string(), "src/lib.rs:1:43");
+        assert_eq!(
+            error.location.as_ref().unwrap().to_string(),
+            "src/lib.rs:1:43"
+        );
         let warning = &signals.diagnostics[1];
         assert_eq!(warning.severity, Severity::Warning);
-        assert_eq!(warning.location.as_ref().unwrap().to_string(), "src/lib.rs:16:23");
+        assert_eq!(
+            warning.location.as_ref().unwrap().to_string(),
+            "src/lib.rs:16:23"
+        );
         assert_eq!(signals.keys(), ["src/lib.rs:1:43"]);
         assert_eq!(
             signals.render(),
