@@ -283,6 +283,25 @@ mod tests {
     }
 
     #[test]
+    fn settings_come_from_the_compaction_keys() {
+        let mut layers = crate::config::Layers::load(None, &[], &|_| None);
+        assert_eq!(
+            Settings::from_config(&layers.resolve()),
+            Settings::default()
+        );
+        layers.set_initialization_options(&serde_json::json!({
+            "compaction": {"contextWindow": 32000, "thresholdPercent": 40, "keepRecent": 5}
+        }));
+        let config = layers.resolve();
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        assert_eq!(Settings::from_config(&config), Settings::new(32_000, 40, 5));
+        layers.set_initialization_options(&serde_json::json!({
+            "compaction": {"thresholdPercent": 140}
+        }));
+        assert_eq!(layers.resolve().problems().len(), 1);
+    }
+
+    #[test]
     fn patches_name_every_file_they_touch() {
         let patch = "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: src/b.rs\n@@\n-x\n+y\n*** Add File: ./src/c.rs\n+new\n*** Delete File: src/d.rs\n*** End Patch\n";
         assert_eq!(

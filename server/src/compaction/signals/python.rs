@@ -286,6 +286,22 @@ mod tests {
     }
 
     #[test]
+    fn pytest_without_a_short_summary_names_failures_from_verbose_lines() {
+        let text = "============================= test session starts ==============================\ncollected 3 items\n\ntests/test_a.py::test_one PASSED                                         [ 33%]\ntests/test_a.py::test_two FAILED                                         [ 66%]\ntests/test_a.py::test_three PASSED                                       [100%]\n\n=================================== FAILURES ===================================\n___________________________________ test_two ___________________________________\n\n    def test_two():\n>       assert parse('') == []\nE       assert None == []\n\ntests/test_a.py:9: AssertionError\n========================= 1 failed, 2 passed in 0.05s ==========================\n";
+        let signals = extract(text, None, None);
+        assert_eq!(signals.format, Format::Pytest);
+        assert_eq!((signals.passed, signals.failed), (Some(2), Some(1)));
+        assert_eq!(
+            summary(&signals),
+            [(
+                "tests/test_a.py::test_two".into(),
+                "assert None == []".into(),
+                "tests/test_a.py:9".into()
+            )]
+        );
+    }
+
+    #[test]
     fn pytest_failures_join_the_short_summary_with_their_sections() {
         let text = include_str!("../fixtures/pytest.txt");
         let signals = extract(text, None, Some(Path::new("/home/dev/shop")));
