@@ -41,12 +41,6 @@ pub struct Artifact {
     pub text: Arc<str>,
 }
 
-impl Artifact {
-    pub fn line_count(&self) -> usize {
-        self.text.lines().count()
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error("no artifact {id:?} in this session{}", known_ids(*.count))]

@@ -134,7 +134,8 @@ pub struct Compactor {
 
 /// Tools whose outputs are command or test output, and so have signals.
 const COMMAND_TOOLS: &[&str] = &["run_command", "run_tests"];
-/// Tools that change files, and the argument naming the file.
+/// Tools that change the file their `path` argument names (`apply_patch` names its files in
+/// the patch).
 const EDIT_TOOLS: &[&str] = &["edit", "multi_edit", "write_file"];
 
 impl Compactor {

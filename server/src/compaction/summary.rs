@@ -94,7 +94,8 @@ impl Compactor {
     }
 
     /// Where the kept turns start: the assistant message that made the oldest of the newest
-    /// `keep_recent` tool calls (the newest assistant message when there are fewer).
+    /// `keep_recent` tool calls (the first assistant message when there are fewer calls, so
+    /// that nothing is left to summarise).
     fn keep_from(&self, messages: &[Message]) -> usize {
         let assistants: Vec<(usize, usize)> = messages
             .iter()

@@ -179,13 +179,6 @@ impl Signals {
             && self.errors.is_empty()
     }
 
-    pub fn error_count(&self) -> usize {
-        self.diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .count()
-    }
-
     /// The facts a placeholder must never lose: every failing test's name and every error
     /// diagnostic's location (its message when it has none). [`Signals::render`] contains
     /// each of them verbatim, up to the caps.
