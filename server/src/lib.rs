@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod buffers;
+pub mod compaction;
 pub mod config;
 pub mod doctor;
 pub mod edit;

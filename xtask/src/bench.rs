@@ -5,20 +5,24 @@ use anyhow::bail;
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
-        bail!("which bench? `retrieval`, `edit`, `index` or `llm`");
+        bail!("which bench? `retrieval`, `edit`, `index`, `llm` or `compaction`");
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
     let body = match name.as_str() {
         "retrieval" => crate::bench_retrieval::run(&args[1..])?,
         "edit" => crate::bench_edit::run(&args[1..])?,
         "llm" => crate::bench_llm::run(&args[1..])?,
+        "compaction" => crate::bench_compaction::run(&args[1..])?,
         "index" => match crate::bench_index::run(&args[1..])? {
             Some(body) => body,
             // Handed over to the release build, which recorded its section.
             None => return Ok(()),
         },
         other => {
-            bail!("no bench named {other:?}; there are `retrieval`, `edit`, `index` and `llm`")
+            bail!(
+                "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm` and \
+                 `compaction`"
+            )
         }
     };
     println!("\n{body}");

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's own tasks, in Rust so they run wherever cargo does.
 
 mod bench;
+mod bench_compaction;
 mod bench_edit;
 mod bench_index;
 mod bench_llm;
@@ -25,6 +26,9 @@ tasks:
                    against ctags [--corpus DIR]; writes docs/benchmarks.md
   bench llm        the model clients' overhead per token and per request against plain
                    reqwest, and prompt-prefix stability over a 50-step session;
+                   writes docs/benchmarks.md
+  bench compaction input tokens with and without compaction over a 120-step scripted
+                   session, prefix cacheability, stable signals kept [--steps N];
                    writes docs/benchmarks.md
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";

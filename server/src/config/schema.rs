@@ -174,6 +174,36 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_size,
     },
     KeySpec {
+        key: "compaction.context_window",
+        env: None,
+        default: Some("128000"),
+        secret: false,
+        workspace_file: true,
+        doc: "the context window of the models in use, in tokens; compaction keeps prompts to a share of it",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
+        key: "compaction.threshold_percent",
+        env: None,
+        default: Some("50"),
+        secret: false,
+        workspace_file: true,
+        doc: "when the prompt passes this percentage of compaction.context_window, old tool outputs are masked, down to half of it",
+        integer: true,
+        validate: validate_percent,
+    },
+    KeySpec {
+        key: "compaction.keep_recent",
+        env: None,
+        default: Some("3"),
+        secret: false,
+        workspace_file: true,
+        doc: "how many of the newest tool outputs are never masked",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
         key: "edit.syntax_gate",
         env: None,
         default: Some("report"),
@@ -218,6 +248,15 @@ fn validate_positive(value: &str) -> Result<(), String> {
     match value.parse::<u64>() {
         Ok(n) if n > 0 => Ok(()),
         _ => Err(format!("expected a positive whole number, found {value:?}")),
+    }
+}
+
+fn validate_percent(value: &str) -> Result<(), String> {
+    match value.parse::<u64>() {
+        Ok(1..=100) => Ok(()),
+        _ => Err(format!(
+            "expected a percentage from 1 to 100, found {value:?}"
+        )),
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! The system prompt, the tool schemas, the sampling settings and the cache key are fixed
 //! when the transcript is made; messages are only appended. Volatile facts (time, git state)
-//! belong in the newest message, never in the system prompt. The one sanctioned rewrite is
-//! compaction, which replaces old messages with a summary and counts itself in
+//! belong in the newest message, never in the system prompt. The sanctioned rewrites are
+//! compaction's: masking old tool results ([`Transcript::mask_tool_results`]) and replacing
+//! old messages with a summary ([`Transcript::compact`]); each counts itself in
 //! [`Transcript::rewrites`], so a caller (or a test) knows where the prefix was given up.
 
 use super::types::{Message, Request, Sampling, ToolSchema};
@@ -58,6 +59,23 @@ impl Transcript {
         self.base.clone()
     }
 
+    /// Replaces the content of the tool results at the given message indexes (observation
+    /// masking), all in one rewrite. Indexes that are not tool results are skipped; returns
+    /// how many were replaced, and counts a rewrite only when that is not zero.
+    pub fn mask_tool_results(&mut self, replacements: Vec<(usize, String)>) -> usize {
+        let mut replaced = 0;
+        for (index, text) in replacements {
+            if let Some(Message::ToolResult { content, .. }) = self.base.messages.get_mut(index) {
+                *content = text;
+                replaced += 1;
+            }
+        }
+        if replaced > 0 {
+            self.rewrites += 1;
+        }
+        replaced
+    }
+
     /// Replaces the messages before `keep_from` with one user message holding `summary`.
     /// The cut moves forward past tool results, so no result is kept without its call.
     pub fn compact(&mut self, keep_from: usize, summary: &str) {
@@ -104,5 +122,29 @@ mod tests {
             matches!(&transcript.messages()[0], Message::User(text) if text.starts_with(COMPACTION_MARKER))
         );
         assert_eq!(transcript.messages()[1], Message::User("more".into()));
+    }
+
+    #[test]
+    fn masking_replaces_only_tool_results_and_counts_one_rewrite() {
+        let mut transcript = Transcript::new("sys".into(), Vec::new(), Sampling::default(), None);
+        transcript.push(Message::User("task".into()));
+        transcript.push(Message::ToolResult {
+            call_id: "1".into(),
+            content: "long output".into(),
+            is_error: false,
+        });
+        assert_eq!(transcript.mask_tool_results(Vec::new()), 0);
+        assert_eq!(transcript.rewrites(), 0);
+        let replaced = transcript.mask_tool_results(vec![
+            (0, "no".into()),
+            (1, "[masked]".into()),
+            (9, "x".into()),
+        ]);
+        assert_eq!(replaced, 1);
+        assert_eq!(transcript.rewrites(), 1);
+        assert_eq!(transcript.messages()[0], Message::User("task".into()));
+        assert!(
+            matches!(&transcript.messages()[1], Message::ToolResult { content, .. } if content == "[masked]")
+        );
     }
 }

@@ -20,6 +20,12 @@ const PER_MESSAGE: usize = 4;
 
 /// An estimate of the prompt tokens `request` takes: system prompt, tool schemas, messages.
 pub fn estimate_request(request: &Request) -> usize {
+    estimate_fixed(request) + request.messages.iter().map(estimate_message).sum::<usize>()
+}
+
+/// The part of [`estimate_request`] that does not change within a session: the system prompt
+/// and the tool schemas.
+pub fn estimate_fixed(request: &Request) -> usize {
     let tools: usize = request
         .tools
         .iter()
@@ -27,25 +33,23 @@ pub fn estimate_request(request: &Request) -> usize {
             count(&tool.name) + count(&tool.description) + count(&tool.parameters.to_string())
         })
         .sum();
-    let messages: usize = request
-        .messages
-        .iter()
-        .map(|message| {
-            PER_MESSAGE
-                + match message {
-                    Message::User(text) => count(text),
-                    Message::Assistant { text, tool_calls } => {
-                        count(text)
-                            + tool_calls
-                                .iter()
-                                .map(|call| count(&call.name) + count(&call.arguments))
-                                .sum::<usize>()
-                    }
-                    Message::ToolResult { content, .. } => count(content),
-                }
-        })
-        .sum();
-    count(&request.system) + PER_MESSAGE + tools + messages
+    count(&request.system) + PER_MESSAGE + tools
+}
+
+/// The tokens one message adds to a request, its framing included.
+pub fn estimate_message(message: &Message) -> usize {
+    PER_MESSAGE
+        + match message {
+            Message::User(text) => count(text),
+            Message::Assistant { text, tool_calls } => {
+                count(text)
+                    + tool_calls
+                        .iter()
+                        .map(|call| count(&call.name) + count(&call.arguments))
+                        .sum::<usize>()
+            }
+            Message::ToolResult { content, .. } => count(content),
+        }
 }
 
 #[cfg(test)]
