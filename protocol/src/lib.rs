@@ -293,8 +293,8 @@ pub struct UndoResult {
 
 /// `wright/agentEvent` (server → client notification): one thing a session did. `kind` names
 /// the event: `model`, `stepStarted`, `textDelta`, `toolCall`, `toolResult`, `filesChanged`,
-/// `plan`, `usage`, `error`, `finished`; the other fields are the event's own (see
-/// `docs/protocol.md`).
+/// `plan`, `usage`, `compacted`, `error`, `finished`; the other fields are the event's own
+/// (see `docs/protocol.md`).
 pub enum AgentEvent {}
 
 impl AgentEvent {

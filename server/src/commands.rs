@@ -9,7 +9,6 @@ use serde_json::json;
 use wright::config::{self, Config, Layers};
 use wright::index::{self, Index, Report};
 use wright::retrieval;
-use wright::router::Router;
 use wright::search::{self, GrepQuery};
 use wright::workspace::{DiskOnly, WalkOptions};
 
@@ -334,18 +333,10 @@ pub async fn exec(
     json: bool,
 ) -> anyhow::Result<u8> {
     use std::sync::Arc;
-    use wright::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session, exec::DiskTarget};
+    use wright::agent::{self, Cancel, FinalStatus, Limits, Session, exec::DiskTarget};
 
-    let router = match Router::from_config(&workspace.config, model) {
-        Ok(router) => router,
-        Err(err) => {
-            eprintln!("wright: {err}");
-            return Ok(1);
-        }
-    };
-    let decision = router.route_task(task);
-    let chat = match wright::llm::connect(&workspace.config, &decision.model) {
-        Ok(chat) => chat,
+    let models = match agent::Models::connect(&workspace.config, model, task) {
+        Ok(models) => models,
         Err(err) => {
             eprintln!("wright: {err}");
             return Ok(1);
@@ -397,27 +388,25 @@ pub async fn exec(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    let _ = events.send(AgentEvent::Model {
-        model: decision.model.to_string(),
-        tier: Some(format!("{:?}", decision.tier).to_lowercase()),
-        reason: decision.reason.clone(),
-    });
-    let mut session = Session::new(
-        &id,
-        chat,
+    let _ = events.send(models.event());
+    let mut session = Session::new(agent::Setup {
+        id,
+        model: Arc::clone(&models.task),
+        summary_model: Arc::clone(&models.summary),
+        compaction: wright::compaction::Settings::from_config(&workspace.config),
         tools,
-        agent::prompt::system_prompt(&workspace.root),
-        agent::prompt::task_message(
+        system: agent::prompt::system_prompt(&workspace.root),
+        task_message: agent::prompt::task_message(
             task,
             &agent::prompt::EditorFocus::default(),
             context.as_ref(),
         ),
-        Limits {
+        limits: Limits {
             max_steps,
             ..Limits::default()
         },
         events,
-    );
+    });
     let printer = tokio::spawn(async move {
         let mut stderr = std::io::stderr();
         while let Some(event) = received.recv().await {
@@ -447,7 +436,7 @@ pub async fn exec(
     }
     if json {
         let mut value = serde_json::to_value(&outcome)?;
-        value["model"] = json!(decision.model.to_string());
+        value["model"] = json!(models.decision.model.to_string());
         writeln!(std::io::stdout(), "{value}")?;
     } else if !outcome.message.is_empty() {
         writeln!(std::io::stdout(), "{}", outcome.message.trim_end())?;
@@ -486,6 +475,20 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
             out,
             "\n  tokens: {} in ({} cached), {} out",
             total.input, total.cached_input, total.output
+        ),
+        AgentEvent::Compacted {
+            masked,
+            tokens_before,
+            tokens_after,
+            summarized,
+        } => writeln!(
+            out,
+            "  compacted: {} ({tokens_before} → {tokens_after} tokens)",
+            if *summarized {
+                format!("{masked} messages summarised")
+            } else {
+                format!("{masked} old outputs masked")
+            }
         ),
         AgentEvent::Error { message } => writeln!(out, "error: {message}"),
         AgentEvent::Finished { outcome } => writeln!(

@@ -260,3 +260,71 @@ fn failures_end_the_run_with_a_reason() {
     );
     assert!(Path::new(&dir.path().join("ws/src/lib.rs")).exists());
 }
+
+#[test]
+fn a_long_session_is_compacted_and_masked_outputs_stay_readable() {
+    let dir = setup("exec-compaction");
+    let big: String = (1..=400)
+        .map(|n| format!("pub const C{n}: u32 = {n};\n"))
+        .collect();
+    dir.write("ws/src/big.rs", &big);
+    // A small window: the third read passes the threshold and masks the oldest outputs.
+    dir.write(
+        "ws/.wright/config.toml",
+        "[compaction]\ncontext_window = 6000\nthreshold_percent = 50\nkeep_recent = 1\n",
+    );
+    let provider = ScriptedProvider::start();
+    let read = |id: &str, start: u32| {
+        Turn::default().tool_call(
+            id,
+            "read_file",
+            &json!({"path": "src/big.rs", "start_line": start, "end_line": start + 99}).to_string(),
+        )
+    };
+    for (n, start) in [1, 101, 201, 301].into_iter().enumerate() {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &read(&format!("r{n}"), start),
+        ));
+    }
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "a",
+            "read_artifact",
+            r#"{"id": "a1", "start_line": 3, "end_line": 4}"#,
+        ),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Read it all."]),
+    ));
+
+    let out = exec(&dir, Some(&provider), &["read big.rs", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("compacted:"),
+        "{}",
+        text(&out.stderr)
+    );
+    let last = provider.requests().last().unwrap().json();
+    let messages = last["messages"].as_array().unwrap();
+    let contents: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        contents[0]
+            .starts_with("[masked tool output: read_file src/big.rs lines 1-100 → artifact a1"),
+        "{}",
+        contents[0]
+    );
+    // The newest output is never masked, and the artifact reads back whole.
+    let artifact = contents.last().unwrap();
+    assert!(artifact.contains("pub const C2: u32 = 2;"), "{artifact}");
+    assert!(
+        !artifact.contains("C5:"),
+        "only the lines asked for: {artifact}"
+    );
+}

@@ -8,7 +8,11 @@ use crate::llm::Usage;
 
 /// One thing that happened in a session, in order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum AgentEvent {
     /// The model chosen for the task, and why.
     Model {
@@ -48,6 +52,15 @@ pub enum AgentEvent {
     Usage {
         #[serde(flatten)]
         total: Usage,
+    },
+    /// Compaction shortened the prompt: `masked` old outputs replaced by placeholders (their
+    /// text stays readable with `read_artifact`), or, `summarized`, older turns replaced by a
+    /// working-state summary.
+    Compacted {
+        masked: usize,
+        tokens_before: usize,
+        tokens_after: usize,
+        summarized: bool,
     },
     /// A model call failed and the session goes on or stops (see the outcome).
     Error {

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
 
 pub use events::{AgentEvent, FinalStatus, Outcome};
-pub use session::{Limits, Session};
+pub use session::{Limits, Session, Setup};
 
 /// A session's cancellation: cheap to clone, checked by blocking code, awaited by async code.
 #[derive(Clone, Debug, Default)]
@@ -52,6 +52,54 @@ impl Cancel {
                 return;
             }
             notified.await;
+        }
+    }
+}
+
+/// The models of one task: the one the router picked for it, and the one that writes
+/// compaction's summaries (the fast tier when one is configured).
+pub struct Models {
+    pub decision: crate::router::Decision,
+    pub task: Arc<dyn crate::llm::ChatModel>,
+    pub summary: Arc<dyn crate::llm::ChatModel>,
+}
+
+impl Models {
+    /// Routes `task` (once, for the whole session) and connects its models. The error says
+    /// what to configure.
+    pub fn connect(
+        config: &crate::config::Config,
+        model: Option<&str>,
+        task: &str,
+    ) -> Result<Self, String> {
+        let router =
+            crate::router::Router::from_config(config, model).map_err(|err| err.to_string())?;
+        let decision = router.route_task(task);
+        let task_model =
+            crate::llm::connect(config, &decision.model).map_err(|err| err.to_string())?;
+        let side = router.route_side(crate::router::SideCall::Summary);
+        let summary = if side.model == decision.model {
+            Arc::clone(&task_model)
+        } else {
+            // A fast tier that cannot be reached leaves the summaries to the task's model.
+            crate::llm::connect(config, &side.model).unwrap_or_else(|err| {
+                tracing::warn!("summaries use the task's model: {err}");
+                Arc::clone(&task_model)
+            })
+        };
+        Ok(Self {
+            decision,
+            task: task_model,
+            summary,
+        })
+    }
+
+    /// The event that tells which model works on the task, and why.
+    pub fn event(&self) -> AgentEvent {
+        AgentEvent::Model {
+            model: self.decision.model.to_string(),
+            tier: Some(format!("{:?}", self.decision.tier).to_lowercase()),
+            reason: self.decision.reason.clone(),
         }
     }
 }

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::Cancel;
 use super::events::{AgentEvent, FinalStatus, Outcome};
 use super::tools::{self, ToolContext, ToolOutput};
+use crate::compaction::{ArtifactStore, Compactor, Settings as Compaction};
 use crate::llm::{
     ChatModel, Event, FinishReason, LlmError, Message, Sampling, ToolCall, Transcript, Usage,
 };
@@ -53,8 +54,28 @@ enum Input {
     Deadline,
 }
 
+/// What a session starts from.
+pub struct Setup {
+    /// Keys the provider's prompt cache.
+    pub id: String,
+    pub model: Arc<dyn ChatModel>,
+    /// Writes the working-state summary when masking is not enough (the fast tier).
+    pub summary_model: Arc<dyn ChatModel>,
+    /// When and how tool outputs are masked; they are all kept whole in an artifact store.
+    pub compaction: Compaction,
+    pub tools: Arc<ToolContext>,
+    pub system: String,
+    /// The first user message: the task and its context.
+    pub task_message: String,
+    pub limits: Limits,
+    pub events: UnboundedSender<AgentEvent>,
+}
+
 pub struct Session {
     model: Arc<dyn ChatModel>,
+    /// Writes the working-state summary when masking is not enough (the fast tier).
+    summary_model: Arc<dyn ChatModel>,
+    compactor: Compactor,
     tools: Arc<ToolContext>,
     transcript: Transcript,
     limits: Limits,
@@ -65,30 +86,26 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session that starts from `task_message` (the task and its context) with the tools of
-    /// `tools`; `id` keys the provider's prompt cache.
-    pub fn new(
-        id: &str,
-        model: Arc<dyn ChatModel>,
-        tools: Arc<ToolContext>,
-        system: String,
-        task_message: String,
-        limits: Limits,
-        events: UnboundedSender<AgentEvent>,
-    ) -> Self {
+    pub fn new(setup: Setup) -> Self {
         let mut transcript = Transcript::new(
-            system,
-            tools::schemas(&tools),
+            setup.system,
+            tools::schemas(&setup.tools),
             Sampling::default(),
-            Some(id.to_owned()),
+            Some(setup.id),
         );
-        transcript.push(Message::User(task_message));
+        transcript.push(Message::User(setup.task_message));
         Self {
-            model,
-            tools,
+            compactor: Compactor::new(
+                setup.compaction,
+                Some(&setup.tools.root),
+                ArtifactStore::in_memory(),
+            ),
+            model: setup.model,
+            summary_model: setup.summary_model,
+            tools: setup.tools,
             transcript,
-            limits,
-            events,
+            limits: setup.limits,
+            events: setup.events,
             usage: Usage::default(),
             steps: 0,
             changed: BTreeSet::new(),
@@ -166,6 +183,7 @@ impl Session {
             if let Err(ended) = self.run_tools(&calls, deadline).await {
                 return ended;
             }
+            self.compact().await;
         }
     }
 
@@ -235,7 +253,13 @@ impl Session {
             let running = futures_util::future::join_all(batch.iter().map(|call| {
                 let tools = Arc::clone(&self.tools);
                 let call = call.clone();
+                // The artifacts are the session's own: read in place, at once.
+                let artifact = (call.name == "read_artifact")
+                    .then(|| tools::read_artifact(self.compactor.artifacts(), &call));
                 async move {
+                    if let Some(output) = artifact {
+                        return output;
+                    }
                     tokio::task::spawn_blocking(move || tools::call(&tools, &call))
                         .await
                         .unwrap_or_else(|panic| {
@@ -256,6 +280,43 @@ impl Session {
             start = end;
         }
         Ok(())
+    }
+
+    /// Masks old outputs once the prompt passes the threshold, and summarises when masking
+    /// is not enough. A compaction that fails leaves the transcript as it was: the session
+    /// goes on, longer.
+    async fn compact(&mut self) {
+        let report = match self.compactor.after_step(&mut self.transcript) {
+            Ok(Some(report)) => report,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::warn!("compaction: {err}");
+                return;
+            }
+        };
+        self.emit(AgentEvent::Compacted {
+            masked: report.masked,
+            tokens_before: report.tokens_before,
+            tokens_after: report.tokens_after,
+            summarized: false,
+        });
+        if !report.needs_summary {
+            return;
+        }
+        let model = Arc::clone(&self.summary_model);
+        match self
+            .compactor
+            .summarize(&mut self.transcript, model.as_ref())
+            .await
+        {
+            Ok(summary) => self.emit(AgentEvent::Compacted {
+                masked: summary.messages_replaced,
+                tokens_before: summary.tokens_before,
+                tokens_after: summary.tokens_after,
+                summarized: true,
+            }),
+            Err(err) => tracing::warn!("compaction summary: {err}"),
+        }
     }
 
     fn record(&mut self, call: &ToolCall, output: ToolOutput) {

@@ -322,11 +322,7 @@ impl Agents {
         task: String,
         model: Option<&str>,
     ) -> Result<String, String> {
-        let router = crate::router::Router::from_config(&start.config, model)
-            .map_err(|err| err.to_string())?;
-        let decision = router.route_task(&task);
-        let chat =
-            crate::llm::connect(&start.config, &decision.model).map_err(|e| e.to_string())?;
+        let models = agent::Models::connect(&start.config, model, &task)?;
         let gate = start
             .config
             .get("edit.syntax_gate")
@@ -382,20 +378,18 @@ impl Agents {
             .push(Arc::clone(&entry));
 
         let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
-        let _ = events.send(AgentEvent::Model {
-            model: decision.model.to_string(),
-            tier: Some(format!("{:?}", decision.tier).to_lowercase()),
-            reason: decision.reason.clone(),
-        });
-        let mut session = Session::new(
-            &id,
-            chat,
+        let _ = events.send(models.event());
+        let mut session = Session::new(agent::Setup {
+            id: id.clone(),
+            model: models.task,
+            summary_model: models.summary,
+            compaction: crate::compaction::Settings::from_config(&start.config),
             tools,
-            agent::prompt::system_prompt(&start.root),
-            agent::prompt::task_message(&task, &start.focus, context.as_ref()),
-            Limits::default(),
+            system: agent::prompt::system_prompt(&start.root),
+            task_message: agent::prompt::task_message(&task, &start.focus, context.as_ref()),
+            limits: Limits::default(),
             events,
-        );
+        });
         tokio::spawn(async move {
             let _ = session.run().await;
         });

@@ -23,6 +23,7 @@ pub use plan::{PlanStep, StepStatus};
 pub use write::EditTarget;
 
 use crate::agent::Cancel;
+use crate::compaction::ArtifactStore;
 use crate::index::Index;
 use crate::llm::{ToolCall, ToolSchema};
 use crate::workspace::{Overlay, WalkOptions};
@@ -256,6 +257,22 @@ const SPECS: &[Spec] = &[
         },
     },
     Spec {
+        name: "read_artifact",
+        description: "Read back a tool output that was moved out of the conversation to keep it short (its placeholder names the id), by line range.",
+        read_only: true,
+        needs_commands: false,
+        parameters: || {
+            object(
+                &["id"],
+                json!({
+                    "id": {"type": "string", "description": "the artifact id, like a12"},
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                }),
+            )
+        },
+    },
+    Spec {
         name: "update_plan",
         description: "Set your visible plan: the steps and the status of each.",
         read_only: false,
@@ -333,10 +350,39 @@ pub fn call(context: &ToolContext, call: &ToolCall) -> ToolOutput {
         "run_command" => commands::run_command(context, &arguments),
         "run_tests" => commands::run_tests(context, &arguments),
         "update_plan" => plan::update_plan(context, &arguments),
+        // The session owns the artifacts and answers these itself, with `read_artifact`.
+        "read_artifact" => Err(Failure::Refused(
+            "read_artifact is answered by the session".to_owned(),
+        )),
         other => unreachable!("every tool in SPECS is dispatched: {other}"),
     };
     match result {
         Ok(output) => output,
+        Err(Failure::Arguments(why)) => invalid(spec, &why),
+        Err(Failure::Refused(why)) => ToolOutput::error(why),
+    }
+}
+
+/// `read_artifact` against the session's artifact store.
+pub fn read_artifact(store: &ArtifactStore, call: &ToolCall) -> ToolOutput {
+    let spec = SPECS
+        .iter()
+        .find(|spec| spec.name == "read_artifact")
+        .expect("read_artifact is a tool");
+    let result = call
+        .parsed_arguments()
+        .map_err(Failure::Arguments)
+        .and_then(|arguments| {
+            let arguments = Args(arguments);
+            let id = arguments.string("id")?;
+            let start = arguments.optional_u64("start_line")?.map(|n| n as usize);
+            let end = arguments.optional_u64("end_line")?.map(|n| n as usize);
+            store
+                .read(id.trim(), start, end)
+                .map_err(|err| Failure::Refused(err.to_string()))
+        });
+    match result {
+        Ok(text) => ToolOutput::ok(text),
         Err(Failure::Arguments(why)) => invalid(spec, &why),
         Err(Failure::Refused(why)) => ToolOutput::error(why),
     }
