@@ -243,3 +243,42 @@ fn runs_without_a_model_or_in_review_mode_are_refused_with_a_reason() {
     );
     editor.shutdown();
 }
+
+#[test]
+fn cancelling_a_session_mid_stream_hangs_up_on_the_provider_at_once() {
+    let dir = TempDir::new("lsp-agent-cancel");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    // A model that would talk for a minute, one word a second; it stalls after its first
+    // words so the test does not depend on timing.
+    let words: Vec<String> = (0..60).map(|n| format!("word{n} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&words)).stall_after(3));
+    let mut editor = start(&dir, &provider);
+    let run = editor.request("wright/agentRun", json!({"task": "talk"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    editor.expect("the model's first words", |m| {
+        m["method"] == "wright/agentEvent" && m["params"]["kind"] == "textDelta"
+    });
+    let cancel = editor.request("wright/agentCancel", json!({"sessionId": session}));
+    assert_eq!(cancel["cancelled"], true);
+    let outcome = finished(&mut editor, &session);
+    assert_eq!(outcome["status"], "cancelled", "{outcome}");
+    // The HTTP request was dropped, not waited out.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !provider
+        .outcomes()
+        .iter()
+        .any(|o| matches!(o, wright_tests::provider::Outcome::ClientClosed { .. }))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            provider.outcomes()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["status"], "cancelled");
+    editor.shutdown();
+}

@@ -5,7 +5,7 @@ use anyhow::bail;
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
-        bail!("which bench? `retrieval`, `edit`, `index`, `llm` or `compaction`");
+        bail!("which bench? `retrieval`, `edit`, `index`, `llm`, `compaction` or `agent`");
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
     let body = match name.as_str() {
@@ -13,6 +13,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "edit" => crate::bench_edit::run(&args[1..])?,
         "llm" => crate::bench_llm::run(&args[1..])?,
         "compaction" => crate::bench_compaction::run(&args[1..])?,
+        "agent" => crate::bench_agent::run(&args[1..])?,
         "index" => match crate::bench_index::run(&args[1..])? {
             Some(body) => body,
             // Handed over to the release build, which recorded its section.
@@ -20,8 +21,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         },
         other => {
             bail!(
-                "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm` and \
-                 `compaction`"
+                "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
+                 `compaction` and `agent`"
             )
         }
     };

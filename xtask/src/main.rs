@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's own tasks, in Rust so they run wherever cargo does.
 
 mod bench;
+mod bench_agent;
 mod bench_compaction;
 mod bench_edit;
 mod bench_index;
@@ -30,6 +31,8 @@ tasks:
   bench compaction input tokens with and without compaction over a 120-step scripted
                    session, prefix cacheability, stable signals kept [--steps N];
                    writes docs/benchmarks.md
+  bench agent      the agent harness's overhead per step over a 100-step session on an
+                   instant model, and its peak memory; writes docs/benchmarks.md
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 

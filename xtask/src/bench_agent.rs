@@ -1,0 +1,271 @@
+//! `cargo xtask bench agent`: what the agent's harness adds to each step of a session.
+//!
+//! A 100-step session on an instant model (an in-process `ChatModel` that answers each request
+//! at once with one tool call) over a copy of the example workspace. Each step's time is the
+//! gap between two model requests: reading the answer, running the tool, compaction's
+//! bookkeeping, the events, building the next request. The tool's own work (a `read_file` of
+//! a small file) is timed alone and taken off, which leaves the harness overhead. The peer,
+//! measured in the same run, is the least work any harness does per step: serialising the
+//! step's request body for the OpenAI API. Peak memory is the process's high-water mark after
+//! the session, against before it.
+//!
+//! It runs in the debug build `cargo xtask` uses, so the figures are upper bounds of a
+//! release build's.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use wright::agent::tools::{self, ToolContext};
+use wright::agent::{self, Cancel, Limits, Session};
+use wright::edit::GateMode;
+use wright::llm::{
+    ChatModel, Event, EventStream, FinishReason, ModelId, Request, ToolCall, Usage, openai,
+};
+use wright::workspace::{DiskOnly, WalkOptions};
+
+const STEPS: u32 = 100;
+
+/// Answers every request at once with one `read_file`, and the last with text; remembers when
+/// each request came, and (`keep`) the request itself.
+struct InstantModel {
+    id: ModelId,
+    keep: bool,
+    requests: Mutex<Vec<(Instant, Option<Request>)>>,
+}
+
+impl ChatModel for InstantModel {
+    fn model(&self) -> &ModelId {
+        &self.id
+    }
+
+    fn stream(&self, request: &Request) -> EventStream {
+        let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        requests.push((Instant::now(), self.keep.then(|| request.clone())));
+        let step = requests.len();
+        let usage = Event::Usage(Usage {
+            input: 1000,
+            output: 20,
+            ..Usage::default()
+        });
+        let items = if step as u32 >= STEPS {
+            vec![
+                Event::TextDelta("done".into()),
+                usage,
+                Event::Finish(FinishReason::Stop),
+            ]
+        } else {
+            let call = read_call(step);
+            vec![
+                Event::ToolCallStart {
+                    index: 0,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                },
+                Event::ToolCallArgs {
+                    index: 0,
+                    fragment: call.arguments.clone(),
+                },
+                Event::ToolCallEnd { index: 0, call },
+                usage,
+                Event::Finish(FinishReason::ToolCalls),
+            ]
+        };
+        EventStream::from_items(items.into_iter().map(Ok).collect())
+    }
+}
+
+fn read_call(step: usize) -> ToolCall {
+    ToolCall {
+        id: format!("call_{step}"),
+        name: "read_file".into(),
+        arguments: r#"{"path": "src/lib.rs", "start_line": 1, "end_line": 40}"#.into(),
+    }
+}
+
+pub fn run(args: &[String]) -> anyhow::Result<String> {
+    if let Some(arg) = args.first() {
+        bail!("bench agent takes no arguments, found {arg:?}");
+    }
+    let root = std::env::temp_dir().join(format!("wright-bench-agent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("src"))?;
+    let example = crate::project_root().join("tests/fixtures/example-workspace/src/lib.rs");
+    std::fs::copy(&example, root.join("src/lib.rs")).context("copying the example workspace")?;
+    let result = measure(&root);
+    let _ = std::fs::remove_dir_all(&root);
+    result
+}
+
+fn context(root: &std::path::Path) -> Arc<ToolContext> {
+    Arc::new(ToolContext {
+        root: root.to_path_buf(),
+        overlay: Arc::new(DiskOnly),
+        index: None,
+        walk: WalkOptions::default(),
+        edits: Arc::new(agent::exec::DiskTarget::new(root, GateMode::Report)),
+        commands: None,
+        test_command: None,
+        cancel: Cancel::new(),
+        plan: Mutex::default(),
+    })
+}
+
+/// Runs the session; returns the model, which remembers the requests.
+fn session(
+    runtime: &tokio::runtime::Runtime,
+    root: &std::path::Path,
+    keep: bool,
+) -> anyhow::Result<Arc<InstantModel>> {
+    let model = Arc::new(InstantModel {
+        id: ModelId::parse("openai/instant").map_err(anyhow::Error::msg)?,
+        keep,
+        requests: Mutex::new(Vec::new()),
+    });
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = runtime.block_on(async {
+        // A reader like the editor's: every event is taken off the channel.
+        let reader = tokio::spawn(async move { while received.recv().await.is_some() {} });
+        let mut session = Session::new(agent::Setup {
+            id: "bench".into(),
+            model: model.clone(),
+            summary_model: model.clone(),
+            compaction: wright::compaction::Settings::default(),
+            tools: context(root),
+            system: agent::prompt::system_prompt(root),
+            task_message: "Task: read the library again and again".into(),
+            limits: Limits {
+                max_steps: STEPS,
+                ..Limits::default()
+            },
+            events,
+        });
+        let outcome = session.run().await;
+        drop(session);
+        let _ = reader.await;
+        outcome
+    });
+    if outcome.steps != STEPS {
+        bail!(
+            "the session ended after {} steps: {:?}",
+            outcome.steps,
+            outcome.reason
+        );
+    }
+    Ok(model)
+}
+
+fn measure(root: &std::path::Path) -> anyhow::Result<String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    // Memory first, with nothing kept but the session's own state. The tokenizer compaction
+    // counts with is loaded once per process, not per session: loaded before, and told apart.
+    let memory_start = high_water_kb();
+    std::hint::black_box(wright::llm::tokens::count("warm up"));
+    let memory_before = high_water_kb();
+    session(&runtime, root, false)?;
+    let memory_after = high_water_kb();
+    let model = session(&runtime, root, true)?;
+
+    // The tool's own work, alone.
+    let tools = context(root);
+    let mut tool_times: Vec<Duration> = (0..STEPS as usize)
+        .map(|step| {
+            let started = Instant::now();
+            std::hint::black_box(tools::call(&tools, &read_call(step)));
+            started.elapsed()
+        })
+        .collect();
+    let tool = median(&mut tool_times);
+
+    let requests = model.requests.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gaps: Vec<Duration> = requests
+        .windows(2)
+        .map(|pair| (pair[1].0 - pair[0].0).saturating_sub(tool))
+        .collect();
+    let mut serialise: Vec<Duration> = requests
+        .iter()
+        .filter_map(|(_, request)| request.as_ref())
+        .map(|request| {
+            let started = Instant::now();
+            std::hint::black_box(openai::request_body("gpt-4.1", request));
+            started.elapsed()
+        })
+        .collect();
+    let (p50, p99) = (percentile(&mut gaps, 50), percentile(&mut gaps, 99));
+    let peer50 = percentile(&mut serialise, 50);
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+
+    let mut body = String::new();
+    writeln!(
+        body,
+        "A {STEPS}-step session on an instant in-process model (one `read_file` of 40 lines per \
+         step), over a copy of the example workspace; debug build, so upper bounds.\n"
+    )?;
+    writeln!(
+        body,
+        "| measure | wright | peer | peer's figure | ratio | target | met |\n|---|---|---|---|---|---|---|"
+    )?;
+    writeln!(
+        body,
+        "| harness overhead per step, p50 (step gap − the tool's own {:.3} ms) | {:.3} ms | serialising the step's OpenAI request body | {:.3} ms | {:.1}× | < 5 ms | {} |",
+        ms(tool),
+        ms(p50),
+        ms(peer50),
+        ms(p50) / ms(peer50).max(1e-6),
+        if ms(p50) < 5.0 { "yes" } else { "**no**" }
+    )?;
+    writeln!(
+        body,
+        "| harness overhead per step, p99 | {:.3} ms | same, p50 | {:.3} ms | {:.1}× | < 20 ms | {} |",
+        ms(p99),
+        ms(peer50),
+        ms(p99) / ms(peer50).max(1e-6),
+        if ms(p99) < 20.0 { "yes" } else { "**no**" }
+    )?;
+    writeln!(
+        body,
+        "| peak memory added by the session (VmHWM after − before) | {} KB | — | — | — | report | — |",
+        memory_after.saturating_sub(memory_before)
+    )?;
+    writeln!(
+        body,
+        "| the o200k tokenizer, loaded once per process (VmHWM) | {} KB | — | — | — | report | — |",
+        memory_before.saturating_sub(memory_start)
+    )?;
+    writeln!(
+        body,
+        "\nThe last request carried {} messages; the session used {} model calls.",
+        requests
+            .last()
+            .and_then(|(_, r)| r.as_ref())
+            .map_or(0, |r| r.messages.len()),
+        requests.len()
+    )?;
+    Ok(body)
+}
+
+fn median(values: &mut [Duration]) -> Duration {
+    percentile(values, 50)
+}
+
+fn percentile(values: &mut [Duration], percent: usize) -> Duration {
+    values.sort();
+    values[(values.len() - 1) * percent / 100]
+}
+
+/// The process's peak resident memory so far, in KB (Linux).
+fn high_water_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
