@@ -209,6 +209,10 @@ pub struct AgentRunParams {
     /// available yet and is refused.
     #[serde(default)]
     pub apply_mode: Option<String>,
+    /// Resume this interrupted session (see `wright/sessions`) from its journal, with its
+    /// own task and model; `task` is then ignored.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,7 +263,8 @@ pub struct SessionsResult {
 pub struct SessionInfo {
     pub session_id: String,
     pub task: String,
-    /// `running`, `done`, `cancelled` or `failed`.
+    /// `running`, `done`, `cancelled`, `failed`, or `interrupted` (a session of an earlier
+    /// server that never ended: `wright/agentRun` with its `sessionId` resumes it).
     pub status: String,
     pub steps: u32,
     /// Workspace-relative paths of the files its edits changed.

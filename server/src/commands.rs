@@ -324,10 +324,16 @@ pub fn context(
     Ok(0)
 }
 
-/// `wright exec TASK`: the agent on the workspace, headless.
+/// What `wright exec` works on: a new task, or an interrupted session taken up again.
+pub enum ExecStart<'a> {
+    Task(&'a str),
+    Resume(&'a str),
+}
+
+/// `wright exec`: the agent on the workspace, headless.
 pub async fn exec(
     workspace: &Workspace,
-    task: &str,
+    start: ExecStart<'_>,
     model: Option<&str>,
     max_steps: u32,
     json: bool,
@@ -335,7 +341,28 @@ pub async fn exec(
     use std::sync::Arc;
     use wright::agent::{self, Cancel, FinalStatus, Limits, Session, exec::DiskTarget};
 
-    let models = match agent::Models::connect(&workspace.config, model, task) {
+    let env = |var: &str| std::env::var(var).ok();
+    let data_dir = config::data_dir(&env);
+    // A resumed session keeps its task and its model (a switch would lose the prompt cache).
+    let resumed = match start {
+        ExecStart::Task(_) => None,
+        ExecStart::Resume(id) => match agent::journal::resume(&data_dir, &workspace.root, id) {
+            Ok(resumed) => Some(resumed),
+            Err(err) => {
+                eprintln!("wright: {err}");
+                return Ok(1);
+            }
+        },
+    };
+    let task = match (&start, &resumed) {
+        (ExecStart::Task(task), _) => (*task).to_owned(),
+        (_, Some((recorded, ..))) => recorded.task.clone(),
+        (ExecStart::Resume(_), None) => unreachable!("a resume has its record"),
+    };
+    let model = model.or(resumed
+        .as_ref()
+        .map(|(recorded, ..)| recorded.model.as_str()));
+    let models = match agent::Models::connect(&workspace.config, model, &task) {
         Ok(models) => models,
         Err(err) => {
             eprintln!("wright: {err}");
@@ -350,22 +377,50 @@ pub async fn exec(
             None
         }
     };
-    let context = index.as_deref().map(|index| {
-        retrieval::retrieve(
-            index,
-            &DiskOnly,
-            &retrieval::Query {
-                text: task.to_owned(),
-                budget: 4000,
-                ..retrieval::Query::default()
-            },
+    let (id, history, journal) = match resumed {
+        Some((recorded, history, journal)) => (recorded.session_id, history, Some(journal)),
+        None => {
+            let id = agent::journal::new_session_id("exec");
+            let context = index.as_deref().map(|index| {
+                retrieval::retrieve(
+                    index,
+                    &DiskOnly,
+                    &retrieval::Query {
+                        text: task.clone(),
+                        budget: 4000,
+                        ..retrieval::Query::default()
+                    },
+                )
+            });
+            let (history, journal) = agent::journal::begin(
+                &data_dir,
+                &workspace.root,
+                &id,
+                &task,
+                &models.decision.model.to_string(),
+                agent::prompt::task_message(
+                    &task,
+                    &agent::prompt::EditorFocus::default(),
+                    context.as_ref(),
+                ),
+            );
+            (id, history, journal)
+        }
+    };
+    if let Some(journal) = &journal {
+        eprintln!(
+            "wright: session {id} (journal {}; `wright exec --resume {id}` continues it if it \
+             is interrupted)",
+            journal.path().display()
+        );
+    }
+    let target = Arc::new(
+        DiskTarget::new(
+            &workspace.root,
+            wright::edit::command::configured_gate(&workspace.root, &env),
         )
-    });
-    let env = |var: &str| std::env::var(var).ok();
-    let target = Arc::new(DiskTarget::new(
-        &workspace.root,
-        wright::edit::command::configured_gate(&workspace.root, &env),
-    ));
+        .recording(&data_dir, &id),
+    );
     let cancel = Cancel::new();
     let tools = Arc::new(agent::tools::ToolContext {
         root: workspace.root.clone(),
@@ -382,12 +437,6 @@ pub async fn exec(
         plan: Default::default(),
     });
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
-    let id = format!(
-        "exec-{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
     let _ = events.send(models.event());
     let mut session = Session::new(agent::Setup {
         id,
@@ -396,11 +445,8 @@ pub async fn exec(
         compaction: wright::compaction::Settings::from_config(&workspace.config),
         tools,
         system: agent::prompt::system_prompt(&workspace.root),
-        task_message: agent::prompt::task_message(
-            task,
-            &agent::prompt::EditorFocus::default(),
-            context.as_ref(),
-        ),
+        history,
+        journal,
         limits: Limits {
             max_steps,
             ..Limits::default()
@@ -427,12 +473,8 @@ pub async fn exec(
     drop(session);
     let _ = printer.await;
 
-    let data_dir = config::data_dir(&env);
-    if let Some(record) = target.record(&workspace.root) {
-        match record.save(&data_dir) {
-            Ok(_) => eprintln!("wright: `wright exec --undo` puts the changed files back"),
-            Err(err) => eprintln!("wright: could not save the undo record: {err}"),
-        }
+    if target.record().is_some() {
+        eprintln!("wright: `wright exec --undo` puts the changed files back");
     }
     if json {
         let mut value = serde_json::to_value(&outcome)?;

@@ -79,9 +79,12 @@ enum Command {
     /// Run the agent headless on --root: edits land on disk (atomically, each recorded for
     /// --undo), progress streams to stderr. Exit 0 done, 1 failed or cancelled, 2 usage error.
     Exec {
-        /// What to do, in words (not needed with --undo).
-        #[arg(required_unless_present = "undo")]
+        /// What to do, in words (not needed with --undo or --resume).
+        #[arg(required_unless_present_any = ["undo", "resume"])]
         task: Option<String>,
+        /// Continue the interrupted session with this id (its journal holds its history).
+        #[arg(long, value_name = "SESSION", conflicts_with_all = ["task", "undo"])]
+        resume: Option<String>,
         /// PROVIDER/MODEL, or auto; overrides WRIGHT_MODEL and the configuration.
         #[arg(long)]
         model: Option<String>,
@@ -222,6 +225,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Exec {
             task,
+            resume,
             model,
             max_steps,
             json,
@@ -231,12 +235,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if undo {
                 return commands::exec_undo(&workspace, json).map(ExitCode::from);
             }
-            let task = task.context("a task is required")?;
+            let start = match (&task, &resume) {
+                (_, Some(id)) => commands::ExecStart::Resume(id),
+                (Some(task), None) => commands::ExecStart::Task(task),
+                (None, None) => anyhow::bail!("a task is required"),
+            };
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             runtime
                 .block_on(commands::exec(
                     &workspace,
-                    &task,
+                    start,
                     model.as_deref(),
                     max_steps,
                     json,

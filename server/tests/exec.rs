@@ -328,3 +328,83 @@ fn a_long_session_is_compacted_and_masked_outputs_stay_readable() {
         "only the lines asked for: {artifact}"
     );
 }
+
+#[test]
+fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() {
+    let dir = setup("exec-resume");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "e1",
+            "edit",
+            &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
+                .to_string(),
+        ),
+    ));
+    // The second answer never comes: the process is killed while it waits.
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
+    let root = dir.path().join("ws");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
+        .args(["exec", "fix add", "--root"])
+        .arg(&root)
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("WRIGHT_MODEL", "openai/gpt-4.1")
+        .env("OPENAI_BASE_URL", provider.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-exec-test-key")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while provider.requests().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second request never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup runs
+    let killed = child.wait_with_output().unwrap();
+    let stderr = text(&killed.stderr);
+    let id = stderr
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session id in {stderr}"))
+        .to_owned();
+    assert_eq!(read(&dir, "src/lib.rs"), LIB.replacen("a - b", "a + b", 1));
+
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Resumed; add is fixed."]),
+    ));
+    let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "done", "{result}");
+    // The resumed request carries the whole history the killed process had sent.
+    let requests = provider.requests();
+    let (before, after) = (requests[1].json(), requests[2].json());
+    let before = before["messages"].as_array().unwrap();
+    assert_eq!(
+        &after["messages"].as_array().unwrap()[..before.len()],
+        &before[..]
+    );
+    // A finished session is not resumed again.
+    let again = exec(&dir, Some(&provider), &["--resume", &id]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("already ended"),
+        "{}",
+        text(&again.stderr)
+    );
+    // The edit made before the kill is undone: the record was saved as it happened.
+    let undo = exec(&dir, None, &["--undo"]);
+    assert!(undo.status.success(), "{}", text(&undo.stderr));
+    assert_eq!(read(&dir, "src/lib.rs"), LIB);
+}

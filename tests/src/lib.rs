@@ -445,6 +445,13 @@ impl Editor {
         status
     }
 
+    /// Kills the server with SIGKILL (a crash: nothing of it runs after) and waits for it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.finished = true;
+    }
+
     /// Closes the server's stdin (an editor that died) and waits for the process.
     pub fn close_stdin(mut self) -> ExitStatus {
         self.stdin = None;

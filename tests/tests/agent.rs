@@ -21,6 +21,10 @@ fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
                 "XDG_CACHE_HOME".into(),
                 dir.path().join("cache").display().to_string(),
             ),
+            (
+                "XDG_DATA_HOME".into(),
+                dir.path().join("data").display().to_string(),
+            ),
         ],
         ..Spawn::default()
     };
@@ -280,5 +284,59 @@ fn cancelling_a_session_mid_stream_hangs_up_on_the_provider_at_once() {
     }
     let sessions = editor.request("wright/sessions", json!(null));
     assert_eq!(sessions["sessions"][0]["status"], "cancelled");
+    editor.shutdown();
+}
+
+#[test]
+fn a_session_of_a_killed_server_is_listed_as_interrupted_and_resumes() {
+    let dir = TempDir::new("lsp-agent-resume");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call("l", "list_dir", "{}"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
+    let mut editor = start(&dir, &provider);
+    let run = editor.request("wright/agentRun", json!({"task": "look around"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while provider.requests().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second request never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    editor.kill();
+
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Looked."])));
+    let mut editor = start(&dir, &provider);
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(
+        sessions["sessions"][0]["sessionId"],
+        session.as_str(),
+        "{sessions}"
+    );
+    assert_eq!(sessions["sessions"][0]["status"], "interrupted");
+    assert_eq!(sessions["sessions"][0]["task"], "look around");
+    let resumed = editor.request("wright/agentRun", json!({"task": "", "sessionId": session}));
+    assert_eq!(resumed["sessionId"], session.as_str());
+    let outcome = finished(&mut editor, &session);
+    assert_eq!(outcome["status"], "done", "{outcome}");
+    let requests = provider.requests();
+    let (before, after) = (requests[1].json(), requests[2].json());
+    let before = before["messages"].as_array().unwrap();
+    assert_eq!(
+        &after["messages"].as_array().unwrap()[..before.len()],
+        &before[..]
+    );
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "{sessions}"
+    );
+    assert_eq!(sessions["sessions"][0]["status"], "done");
     editor.shutdown();
 }

@@ -21,7 +21,7 @@ use wright::agent::tools::{self, ToolContext};
 use wright::agent::{self, Cancel, Limits, Session};
 use wright::edit::GateMode;
 use wright::llm::{
-    ChatModel, Event, EventStream, FinishReason, ModelId, Request, ToolCall, Usage, openai,
+    ChatModel, Event, EventStream, FinishReason, Message, ModelId, Request, ToolCall, Usage, openai,
 };
 use wright::workspace::{DiskOnly, WalkOptions};
 
@@ -134,7 +134,10 @@ fn session(
             compaction: wright::compaction::Settings::default(),
             tools: context(root),
             system: agent::prompt::system_prompt(root),
-            task_message: "Task: read the library again and again".into(),
+            history: vec![Message::User(
+                "Task: read the library again and again".into(),
+            )],
+            journal: None,
             limits: Limits {
                 max_steps: STEPS,
                 ..Limits::default()

@@ -1,7 +1,7 @@
 //! What a session reports as it goes, and how it ended: the values behind `wright exec`'s
 //! stderr and `--json`, and (with the agent protocol) the editor's `wright/agentEvent`s.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::tools::PlanStep;
 use crate::llm::Usage;
@@ -72,7 +72,7 @@ pub enum AgentEvent {
 }
 
 /// How a session ended.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     pub status: FinalStatus,
@@ -85,7 +85,7 @@ pub struct Outcome {
     pub usage: Usage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum FinalStatus {
     /// The model finished.

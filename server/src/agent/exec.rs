@@ -12,10 +12,14 @@ use super::tools::EditTarget;
 use crate::edit::{Checkpoint, DiskFiles, EditError, FileSource, GateMode, Plan};
 
 /// The disk as an edit target, remembering each touched file's state before the run's first
-/// change to it and after its last.
+/// change to it and after its last, and (when recording) saving that undo record after every
+/// edit, so a run killed halfway can still be undone.
 pub struct DiskTarget {
     files: DiskFiles,
+    root: PathBuf,
     gate: GateMode,
+    /// Where the undo record is saved, and the session it belongs to.
+    recording: Option<(PathBuf, String)>,
     /// Each touched file's text before the run and now (`None`: missing).
     touched: Mutex<BTreeMap<PathBuf, UndoFile>>,
 }
@@ -24,13 +28,30 @@ impl DiskTarget {
     pub fn new(root: &Path, gate: GateMode) -> Self {
         Self {
             files: DiskFiles::new(root),
+            root: root.to_path_buf(),
             gate,
+            recording: None,
             touched: Mutex::new(BTreeMap::new()),
         }
     }
 
+    /// Saves the undo record of session `session_id` under `data_dir` after every edit,
+    /// continuing the record already there if it is that session's (a resumed run).
+    pub fn recording(mut self, data_dir: &Path, session_id: &str) -> Self {
+        if let Ok(record) = UndoRecord::load(data_dir, &self.root)
+            && record.session_id == session_id
+        {
+            let touched = self.touched.get_mut().unwrap_or_else(|e| e.into_inner());
+            for file in record.files {
+                touched.insert(file.path.clone(), file);
+            }
+        }
+        self.recording = Some((data_dir.to_path_buf(), session_id.to_owned()));
+        self
+    }
+
     /// What the run changed, as an undo record (`None` when it changed nothing).
-    pub fn record(&self, root: &Path) -> Option<UndoRecord> {
+    pub fn record(&self) -> Option<UndoRecord> {
         let touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
         let files: Vec<UndoFile> = touched
             .values()
@@ -38,7 +59,12 @@ impl DiskTarget {
             .cloned()
             .collect();
         (!files.is_empty()).then(|| UndoRecord {
-            root: root.to_path_buf(),
+            root: self.root.clone(),
+            session_id: self
+                .recording
+                .as_ref()
+                .map(|(_, id)| id.clone())
+                .unwrap_or_default(),
             files,
         })
     }
@@ -63,6 +89,12 @@ impl EditTarget for DiskTarget {
                     after: file.after.clone(),
                 });
         }
+        drop(touched);
+        if let (Some((data_dir, _)), Some(record)) = (&self.recording, self.record())
+            && let Err(err) = record.save(data_dir)
+        {
+            tracing::warn!("could not save the undo record: {err}");
+        }
         Ok(())
     }
 
@@ -75,6 +107,9 @@ impl EditTarget for DiskTarget {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UndoRecord {
     pub root: PathBuf,
+    /// The session whose edits these are.
+    #[serde(default)]
+    pub session_id: String,
     pub files: Vec<UndoFile>,
 }
 
@@ -116,10 +151,8 @@ impl UndoRecord {
         Ok(path)
     }
 
-    /// Restores every file of the last run on `root` to its state before the run, all or
-    /// none: a file changed since the run refuses the whole undo. The record is removed once
-    /// restored.
-    pub fn undo(data_dir: &Path, root: &Path) -> Result<Vec<PathBuf>, UndoError> {
+    /// The last run's record on `root`.
+    pub fn load(data_dir: &Path, root: &Path) -> Result<Self, UndoError> {
         let path = Self::location(data_dir, root);
         let text = match std::fs::read(&path) {
             Ok(text) => text,
@@ -133,11 +166,18 @@ impl UndoRecord {
                 });
             }
         };
-        let record: UndoRecord =
-            serde_json::from_slice(&text).map_err(|err| UndoError::Unreadable {
-                path: path.clone(),
-                reason: err.to_string(),
-            })?;
+        serde_json::from_slice(&text).map_err(|err| UndoError::Unreadable {
+            path,
+            reason: err.to_string(),
+        })
+    }
+
+    /// Restores every file of the last run on `root` to its state before the run, all or
+    /// none: a file changed since the run refuses the whole undo. The record is removed once
+    /// restored.
+    pub fn undo(data_dir: &Path, root: &Path) -> Result<Vec<PathBuf>, UndoError> {
+        let path = Self::location(data_dir, root);
+        let record = Self::load(data_dir, root)?;
         let checkpoint = Checkpoint {
             files: record
                 .files

@@ -8,6 +8,7 @@
 
 pub mod events;
 pub mod exec;
+pub mod journal;
 pub mod prompt;
 pub mod session;
 pub mod tools;

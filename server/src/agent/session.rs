@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::Cancel;
 use super::events::{AgentEvent, FinalStatus, Outcome};
+use super::journal::{Journal, Line};
 use super::tools::{self, ToolContext, ToolOutput};
 use crate::compaction::{ArtifactStore, Compactor, Settings as Compaction};
 use crate::llm::{
@@ -65,13 +66,17 @@ pub struct Setup {
     pub compaction: Compaction,
     pub tools: Arc<ToolContext>,
     pub system: String,
-    /// The first user message: the task and its context.
-    pub task_message: String,
+    /// The messages the session starts from: the task message of a new session (the task and
+    /// its context), the journaled history of a resumed one.
+    pub history: Vec<Message>,
+    /// Where every message, rewrite and the outcome are journaled as they happen.
+    pub journal: Option<Journal>,
     pub limits: Limits,
     pub events: UnboundedSender<AgentEvent>,
 }
 
 pub struct Session {
+    journal: Option<Journal>,
     model: Arc<dyn ChatModel>,
     /// Writes the working-state summary when masking is not enough (the fast tier).
     summary_model: Arc<dyn ChatModel>,
@@ -93,8 +98,11 @@ impl Session {
             Sampling::default(),
             Some(setup.id),
         );
-        transcript.push(Message::User(setup.task_message));
+        for message in setup.history {
+            transcript.push(message);
+        }
         Self {
+            journal: setup.journal,
             compactor: Compactor::new(
                 setup.compaction,
                 Some(&setup.tools.root),
@@ -148,7 +156,7 @@ impl Session {
                 Err(ended) => return ended,
             };
             self.emit(AgentEvent::Usage { total: self.usage });
-            self.transcript.push(Message::Assistant {
+            self.push(Message::Assistant {
                 text: text.clone(),
                 tool_calls: calls.clone(),
             });
@@ -286,6 +294,15 @@ impl Session {
     /// is not enough. A compaction that fails leaves the transcript as it was: the session
     /// goes on, longer.
     async fn compact(&mut self) {
+        let rewrites = self.transcript.rewrites();
+        self.compact_transcript().await;
+        if self.transcript.rewrites() != rewrites {
+            let messages = self.transcript.messages().to_vec();
+            self.journal(&Line::Rewrite { messages });
+        }
+    }
+
+    async fn compact_transcript(&mut self) {
         let report = match self.compactor.after_step(&mut self.transcript) {
             Ok(Some(report)) => report,
             Ok(None) => return,
@@ -341,14 +358,32 @@ impl Session {
                 .clone();
             self.emit(AgentEvent::Plan { steps });
         }
-        self.transcript.push(Message::ToolResult {
+        self.push(Message::ToolResult {
             call_id: call.id.clone(),
             content: output.content,
             is_error: output.is_error,
         });
     }
 
-    fn cancelled(&self, text: String) -> Outcome {
+    /// Appends to the transcript and the journal.
+    fn push(&mut self, message: Message) {
+        self.journal(&Line::Message {
+            message: message.clone(),
+        });
+        self.transcript.push(message);
+    }
+
+    /// A journal that cannot be written does not stop the session; the log says so.
+    fn journal(&mut self, line: &Line) {
+        if let Some(journal) = &mut self.journal
+            && let Err(err) = journal.append(line)
+        {
+            tracing::warn!("{err}; the session goes on without its journal");
+            self.journal = None;
+        }
+    }
+
+    fn cancelled(&mut self, text: String) -> Outcome {
         self.end(
             FinalStatus::Cancelled,
             text,
@@ -356,7 +391,7 @@ impl Session {
         )
     }
 
-    fn out_of_time(&self, text: String) -> Outcome {
+    fn out_of_time(&mut self, text: String) -> Outcome {
         self.tools.cancel.cancel();
         self.end(
             FinalStatus::Failed,
@@ -368,7 +403,7 @@ impl Session {
         )
     }
 
-    fn end(&self, status: FinalStatus, message: String, reason: Option<String>) -> Outcome {
+    fn end(&mut self, status: FinalStatus, message: String, reason: Option<String>) -> Outcome {
         let outcome = Outcome {
             status,
             message,
@@ -377,6 +412,9 @@ impl Session {
             files_changed: self.changed.iter().cloned().collect(),
             usage: self.usage,
         };
+        self.journal(&Line::End {
+            outcome: outcome.clone(),
+        });
         self.emit(AgentEvent::Finished {
             outcome: outcome.clone(),
         });

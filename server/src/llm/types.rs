@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 /// Which API a model is reached through.
@@ -97,7 +97,7 @@ pub struct ToolSchema {
 
 /// A tool call as the model made it. `arguments` is the JSON text the model wrote, kept as
 /// written (it may be invalid: the agent tells the model so rather than guessing).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -118,7 +118,13 @@ impl ToolCall {
 }
 
 /// One entry of the conversation history.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "role",
+    content = "body",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Message {
     User(String),
     Assistant {
@@ -184,7 +190,7 @@ pub enum FinishReason {
 /// Token counts of one call, the same meaning for every provider: `input` counts the whole
 /// prompt, of which `cached_input` was read from the provider's cache and `cache_write` was
 /// written to it (Anthropic bills those differently; OpenAI reports no writes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input: u64,

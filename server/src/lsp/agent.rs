@@ -298,7 +298,6 @@ struct EntryState {
 #[derive(Default)]
 pub struct Agents {
     sessions: Mutex<Vec<Arc<Entry>>>,
-    next: std::sync::atomic::AtomicU64,
 }
 
 /// Everything a new session needs from the server.
@@ -312,16 +311,30 @@ pub struct Start {
     pub focus: agent::prompt::EditorFocus,
     pub versioned_edits: bool,
     pub progress: bool,
+    /// Where session journals go.
+    pub data_dir: PathBuf,
 }
 
 impl Agents {
     /// Starts a session on `task`; its id at once, the work in the background.
+    /// Starts a session on `task`, or (`resume`) takes up an interrupted one from its
+    /// journal, with its task and model; its id at once, the work in the background.
     pub fn start(
         self: &Arc<Self>,
         start: Start,
         task: String,
         model: Option<&str>,
+        resume: Option<&str>,
     ) -> Result<String, String> {
+        let resumed = resume
+            .map(|id| agent::journal::resume(&start.data_dir, &start.root, id))
+            .transpose()?;
+        let task = resumed
+            .as_ref()
+            .map_or(task, |(recorded, ..)| recorded.task.clone());
+        let model = model.or(resumed
+            .as_ref()
+            .map(|(recorded, ..)| recorded.model.as_str()));
         let models = agent::Models::connect(&start.config, model, &task)?;
         let gate = start
             .config
@@ -336,8 +349,10 @@ impl Agents {
             start.versioned_edits,
         ));
         let cancel = Cancel::new();
-        let number = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let id = format!("s{number}-{:x}", std::process::id());
+        let id = match resume {
+            Some(id) => id.to_owned(),
+            None => agent::journal::new_session_id("s"),
+        };
         let tools = Arc::new(ToolContext {
             root: start.root.clone(),
             overlay: Arc::new(LiveBuffers(Arc::clone(&start.buffers))),
@@ -348,18 +363,6 @@ impl Agents {
             test_command: start.config.get("agent.test_command").map(str::to_owned),
             cancel: cancel.clone(),
             plan: Mutex::default(),
-        });
-        let context = start.index.as_deref().map(|index| {
-            crate::retrieval::retrieve(
-                index,
-                &LiveBuffers(Arc::clone(&start.buffers)),
-                &crate::retrieval::Query {
-                    text: task.clone(),
-                    budget: 4000,
-                    current_file: start.focus.path.clone(),
-                    ..crate::retrieval::Query::default()
-                },
-            )
         });
         let entry = Arc::new(Entry {
             id: id.clone(),
@@ -378,6 +381,31 @@ impl Agents {
             .push(Arc::clone(&entry));
 
         let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let (history, journal) = match resumed {
+            Some((_, history, journal)) => (history, Some(journal)),
+            None => {
+                let context = start.index.as_deref().map(|index| {
+                    crate::retrieval::retrieve(
+                        index,
+                        &LiveBuffers(Arc::clone(&start.buffers)),
+                        &crate::retrieval::Query {
+                            text: task.clone(),
+                            budget: 4000,
+                            current_file: start.focus.path.clone(),
+                            ..crate::retrieval::Query::default()
+                        },
+                    )
+                });
+                agent::journal::begin(
+                    &start.data_dir,
+                    &start.root,
+                    &id,
+                    &task,
+                    &models.decision.model.to_string(),
+                    agent::prompt::task_message(&task, &start.focus, context.as_ref()),
+                )
+            }
+        };
         let _ = events.send(models.event());
         let mut session = Session::new(agent::Setup {
             id: id.clone(),
@@ -386,7 +414,8 @@ impl Agents {
             compaction: crate::compaction::Settings::from_config(&start.config),
             tools,
             system: agent::prompt::system_prompt(&start.root),
-            task_message: agent::prompt::task_message(&task, &start.focus, context.as_ref()),
+            history,
+            journal,
             limits: Limits::default(),
             events,
         });
@@ -462,21 +491,42 @@ impl Agents {
         cancelled
     }
 
-    pub fn list(&self) -> Vec<proto::SessionInfo> {
+    /// This server's sessions, after those journaled on `roots` by earlier servers (an
+    /// interrupted one can be resumed with `wright/agentRun`'s `sessionId`).
+    pub fn list(&self, data_dir: &Path, roots: &[PathBuf]) -> Vec<proto::SessionInfo> {
         let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions
+        let mut listed: Vec<proto::SessionInfo> = roots
             .iter()
-            .map(|entry| {
-                let state = entry.state();
-                proto::SessionInfo {
-                    session_id: entry.id.clone(),
-                    task: entry.task.clone(),
-                    status: state.status.to_owned(),
-                    steps: state.steps,
-                    files_changed: state.files_changed,
-                }
+            .flat_map(|root| {
+                agent::journal::Recorded::list(&agent::journal::sessions_dir(data_dir, root))
             })
-            .collect()
+            .filter(|recorded| !sessions.iter().any(|e| e.id == recorded.session_id))
+            .map(|recorded| proto::SessionInfo {
+                status: match &recorded.outcome {
+                    Some(outcome) => status_name(outcome.status).to_owned(),
+                    None => "interrupted".to_owned(),
+                },
+                steps: recorded.outcome.as_ref().map_or(0, |o| o.steps),
+                files_changed: recorded
+                    .outcome
+                    .as_ref()
+                    .map(|o| o.files_changed.clone())
+                    .unwrap_or_default(),
+                session_id: recorded.session_id,
+                task: recorded.task,
+            })
+            .collect();
+        listed.extend(sessions.iter().map(|entry| {
+            let state = entry.state();
+            proto::SessionInfo {
+                session_id: entry.id.clone(),
+                task: entry.task.clone(),
+                status: state.status.to_owned(),
+                steps: state.steps,
+                files_changed: state.files_changed,
+            }
+        }));
+        listed
     }
 
     /// Reverts the edits of session `id` (the last session when `None`). Blocking.
@@ -518,15 +568,17 @@ impl Entry {
                     }
                 }
             }
-            AgentEvent::Finished { outcome } => {
-                state.status = match outcome.status {
-                    FinalStatus::Done => "done",
-                    FinalStatus::Cancelled => "cancelled",
-                    FinalStatus::Failed => "failed",
-                };
-            }
+            AgentEvent::Finished { outcome } => state.status = status_name(outcome.status),
             _ => {}
         }
+    }
+}
+
+fn status_name(status: FinalStatus) -> &'static str {
+    match status {
+        FinalStatus::Done => "done",
+        FinalStatus::Cancelled => "cancelled",
+        FinalStatus::Failed => "failed",
     }
 }
 

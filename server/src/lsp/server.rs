@@ -331,7 +331,7 @@ impl Backend {
                  undone with wright/undo)",
             ));
         }
-        if params.task.trim().is_empty() {
+        if params.task.trim().is_empty() && params.session_id.is_none() {
             return Err(RpcError::invalid_params("the task is empty"));
         }
         let uri =
@@ -410,10 +410,16 @@ impl Backend {
                 .and_then(|caps| caps.window.as_ref())
                 .and_then(|window| window.work_done_progress)
                 == Some(true),
+            data_dir: config::data_dir(&process_env),
         };
         let session_id = self
             .agents
-            .start(start, params.task, params.model.as_deref())
+            .start(
+                start,
+                params.task,
+                params.model.as_deref(),
+                params.session_id.as_deref(),
+            )
             .map_err(|message| RpcError {
                 code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32002),
                 message: message.into(),
@@ -434,8 +440,9 @@ impl Backend {
 
     /// `wright/sessions`.
     pub async fn sessions(&self) -> RpcResult<proto::SessionsResult> {
+        let roots = lock(&self.workspace).roots.clone();
         Ok(proto::SessionsResult {
-            sessions: self.agents.list(),
+            sessions: self.agents.list(&config::data_dir(&process_env), &roots),
         })
     }
 
@@ -755,6 +762,7 @@ impl LanguageServer for Backend {
                         range: None,
                         model: None,
                         apply_mode: None,
+                        session_id: None,
                     },
                     Some(object @ Value::Object(_)) => serde_json::from_value(object.clone())
                         .map_err(|err| RpcError::invalid_params(err.to_string()))?,

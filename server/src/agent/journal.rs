@@ -1,0 +1,391 @@
+//! The session journal: one JSON-lines file per session, appended and flushed as the session
+//! goes, from which an interrupted session (a crash, a kill, a restart) resumes with nothing
+//! lost.
+//!
+//! Lines, in order: `start` (id, task, root, model), then one `message` per message appended
+//! to the transcript, a `rewrite` with the whole history when compaction rewrote it, a
+//! `resumed` when a process took the session up again, and `end` with the outcome. A line cut
+//! by a crash in the middle of its writing is ignored on reading: every line before it is
+//! whole, because each is written with a single `write` and flushed before the next.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::events::Outcome;
+use crate::llm::Message;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Line {
+    Start {
+        session_id: String,
+        task: String,
+        root: PathBuf,
+        model: String,
+        /// Seconds since the Unix epoch.
+        started_at: u64,
+    },
+    Message {
+        message: Message,
+    },
+    Rewrite {
+        messages: Vec<Message>,
+    },
+    Resumed {
+        at: u64,
+    },
+    End {
+        outcome: Outcome,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("session journal {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no session {id:?} in {}", dir.display())]
+    Unknown { id: String, dir: PathBuf },
+    #[error("session journal {} does not start with a session: {reason}", path.display())]
+    Damaged { path: PathBuf, reason: String },
+}
+
+/// An open journal, appending.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+/// Where the journals of sessions on `root` live.
+pub fn sessions_dir(data_dir: &Path, root: &Path) -> PathBuf {
+    data_dir.join("sessions").join(crate::index::root_key(root))
+}
+
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Journal {
+    /// Creates the journal of a new session, with its `start` line.
+    pub fn create(dir: &Path, start: &Line) -> Result<Self, JournalError> {
+        let Line::Start { session_id, .. } = start else {
+            unreachable!("a journal starts with a start line")
+        };
+        let path = dir.join(format!("{session_id}.jsonl"));
+        let io = |source| JournalError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
+        let mut journal = Self { path, file };
+        journal.append(start)?;
+        Ok(journal)
+    }
+
+    /// Opens an existing journal to append to it.
+    pub fn reopen(path: &Path) -> Result<Self, JournalError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|source| JournalError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `line` and hands it to the operating system at once: a killed process loses
+    /// nothing it journaled.
+    pub fn append(&mut self, line: &Line) -> Result<(), JournalError> {
+        let mut text = serde_json::to_string(line).expect("journal lines serialise");
+        text.push('\n');
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|source| JournalError::Io {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// A session read back from its journal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    pub path: PathBuf,
+    pub session_id: String,
+    pub task: String,
+    pub root: PathBuf,
+    pub model: String,
+    pub started_at: u64,
+    /// The transcript's messages, as the session last had them.
+    pub messages: Vec<Message>,
+    /// `None` when the session never ended: it was interrupted, and can resume.
+    pub outcome: Option<Outcome>,
+}
+
+impl Recorded {
+    pub fn read(path: &Path) -> Result<Self, JournalError> {
+        let io = |source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let reader = BufReader::new(File::open(path).map_err(io)?);
+        let mut lines = Vec::new();
+        for line in reader.lines() {
+            let line = line.map_err(io)?;
+            match serde_json::from_str::<Line>(&line) {
+                Ok(parsed) => lines.push(parsed),
+                // The last line of a killed process may be cut; nothing after it was written.
+                Err(_) => break,
+            }
+        }
+        let mut lines = lines.into_iter();
+        let Some(Line::Start {
+            session_id,
+            task,
+            root,
+            model,
+            started_at,
+        }) = lines.next()
+        else {
+            return Err(JournalError::Damaged {
+                path: path.to_owned(),
+                reason: "the first line is not a start line".to_owned(),
+            });
+        };
+        let mut recorded = Self {
+            path: path.to_owned(),
+            session_id,
+            task,
+            root,
+            model,
+            started_at,
+            messages: Vec::new(),
+            outcome: None,
+        };
+        for line in lines {
+            match line {
+                Line::Message { message } => recorded.messages.push(message),
+                Line::Rewrite { messages } => recorded.messages = messages,
+                Line::End { outcome } => recorded.outcome = Some(outcome),
+                Line::Resumed { .. } => recorded.outcome = None,
+                Line::Start { .. } => {}
+            }
+        }
+        Ok(recorded)
+    }
+
+    /// The session `id` among the journals in `dir`.
+    pub fn find(dir: &Path, id: &str) -> Result<Self, JournalError> {
+        let path = dir.join(format!("{id}.jsonl"));
+        if !path.is_file() || id.contains(['/', '\\']) {
+            return Err(JournalError::Unknown {
+                id: id.to_owned(),
+                dir: dir.to_owned(),
+            });
+        }
+        Self::read(&path)
+    }
+
+    /// Every session journaled in `dir`, oldest first (unreadable journals are skipped).
+    pub fn list(dir: &Path) -> Vec<Self> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut sessions: Vec<Self> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+            .filter_map(|path| Self::read(&path).ok())
+            .collect();
+        sessions.sort_by(|a, b| (a.started_at, &a.session_id).cmp(&(b.started_at, &b.session_id)));
+        sessions
+    }
+
+    /// The history to resume from: tool calls the interruption left without a result get one
+    /// that says so, since the model must not assume they ran (or did not).
+    pub fn resumable_messages(&self) -> Vec<Message> {
+        let mut messages = self.messages.clone();
+        let Some(last_calls) = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+        else {
+            return messages;
+        };
+        let Message::Assistant { tool_calls, .. } = messages[last_calls].clone() else {
+            unreachable!("found as an assistant message")
+        };
+        for call in tool_calls {
+            let answered = messages[last_calls..]
+                .iter()
+                .any(|m| matches!(m, Message::ToolResult { call_id, .. } if *call_id == call.id));
+            if !answered {
+                messages.push(Message::ToolResult {
+                    call_id: call.id.clone(),
+                    content: format!(
+                        "the session was interrupted before the result of this {} call was \
+                         recorded: it may or may not have run; check the files it touches \
+                         before going on",
+                        call.name
+                    ),
+                    is_error: true,
+                });
+            }
+        }
+        messages
+    }
+}
+
+/// A new session's starting history (its task message) and its journal, begun with the
+/// `start` line and that message. A journal that cannot be created leaves the session without
+/// one (logged), not without its work.
+pub fn begin(
+    data_dir: &Path,
+    root: &Path,
+    session_id: &str,
+    task: &str,
+    model: &str,
+    task_message: String,
+) -> (Vec<Message>, Option<Journal>) {
+    let message = Message::User(task_message);
+    let start = Line::Start {
+        session_id: session_id.to_owned(),
+        task: task.to_owned(),
+        root: root.to_owned(),
+        model: model.to_owned(),
+        started_at: now(),
+    };
+    let journal = Journal::create(&sessions_dir(data_dir, root), &start).and_then(|mut journal| {
+        journal.append(&Line::Message {
+            message: message.clone(),
+        })?;
+        Ok(journal)
+    });
+    let journal = journal
+        .inspect_err(|err| tracing::warn!("{err}; the session runs without a journal"))
+        .ok();
+    (vec![message], journal)
+}
+
+/// An interrupted session taken up again: its record, the history to continue from, and its
+/// journal, marked `resumed` with that history. A session that ended is not resumed.
+pub fn resume(
+    data_dir: &Path,
+    root: &Path,
+    session_id: &str,
+) -> Result<(Recorded, Vec<Message>, Journal), String> {
+    let recorded =
+        Recorded::find(&sessions_dir(data_dir, root), session_id).map_err(|e| e.to_string())?;
+    if let Some(outcome) = &recorded.outcome {
+        return Err(format!(
+            "session {session_id} already ended ({:?}); start a new one",
+            outcome.status
+        ));
+    }
+    let history = recorded.resumable_messages();
+    let mut journal = Journal::reopen(&recorded.path).map_err(|e| e.to_string())?;
+    journal
+        .append(&Line::Resumed { at: now() })
+        .and_then(|()| {
+            journal.append(&Line::Rewrite {
+                messages: history.clone(),
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    Ok((recorded, history, journal))
+}
+
+/// A session id unique on this machine: the time in microseconds, in hexadecimal.
+pub fn new_session_id(prefix: &str) -> String {
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    format!("{prefix}-{micros:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolCall;
+
+    #[test]
+    fn a_journal_reads_back_to_the_last_whole_line_and_fills_interrupted_calls() {
+        let dir = std::env::temp_dir().join(format!("wright-journal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut journal = Journal::create(
+            &dir,
+            &Line::Start {
+                session_id: "t-1".into(),
+                task: "fix it".into(),
+                root: "/ws".into(),
+                model: "openai/x".into(),
+                started_at: 7,
+            },
+        )
+        .unwrap();
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        for message in [
+            Message::User("Task: fix it".into()),
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![call("a"), call("b")],
+            },
+            Message::ToolResult {
+                call_id: "a".into(),
+                content: "text".into(),
+                is_error: false,
+            },
+        ] {
+            journal.append(&Line::Message { message }).unwrap();
+        }
+        // A crash in the middle of a line.
+        let path = journal.path().to_owned();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"{\"kind\":\"message\",\"mess").unwrap();
+
+        let recorded = Recorded::find(&dir, "t-1").unwrap();
+        assert_eq!(recorded.task, "fix it");
+        assert_eq!(recorded.messages.len(), 3);
+        assert_eq!(recorded.outcome, None);
+        let resumed = recorded.resumable_messages();
+        assert_eq!(resumed.len(), 4);
+        assert!(
+            matches!(&resumed[3], Message::ToolResult { call_id, is_error: true, content } if call_id == "b" && content.contains("interrupted"))
+        );
+        assert_eq!(Recorded::list(&dir).len(), 1);
+        assert!(matches!(
+            Recorded::find(&dir, "../t-1"),
+            Err(JournalError::Unknown { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
