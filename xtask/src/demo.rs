@@ -214,7 +214,46 @@ pub fn run() -> anyhow::Result<()> {
     if code != 0 || !std::fs::read_to_string(&path)?.contains("add(2, 2), 4") {
         bail!("the unique edit was not applied");
     }
+    agent_task(&wright, workspace.path())?;
     println!("\ndemo complete: every step answered as an editor expects.");
+    Ok(())
+}
+
+/// `wright exec` on the example workspace with the model the environment names, then
+/// `wright exec --undo`; without a model, how to configure one.
+fn agent_task(wright: &Path, root: &Path) -> anyhow::Result<()> {
+    const TASK: &str = "add a function `mul` that multiplies two i64 numbers, next to `add`, \
+                        with a doc comment and a test like `adds`";
+    let Ok(model) = std::env::var("WRIGHT_MODEL") else {
+        step("wright exec: the agent (skipped: no model configured)");
+        note(
+            "to see the agent work on this workspace, name a model and run the demo again:\n  \
+             WRIGHT_MODEL=openai/gpt-4.1 OPENAI_API_KEY=sk-… cargo xtask demo\n  \
+             WRIGHT_MODEL=anthropic/claude-sonnet-4-5 ANTHROPIC_API_KEY=… cargo xtask demo\n  \
+             WRIGHT_MODEL=openai/qwen2.5-coder:7b OPENAI_BASE_URL=http://localhost:11434/v1 \
+             cargo xtask demo   (a local Ollama)",
+        );
+        return Ok(());
+    };
+    step(&format!("wright exec on {model}: {TASK:?}"));
+    let status = Command::new(wright)
+        .args(["exec", TASK, "--max-steps", "20", "--root"])
+        .arg(root)
+        .status()
+        .context("running wright exec")?;
+    note(&format!("wright exec exited with {status}"));
+    let text = std::fs::read_to_string(root.join("src/lib.rs"))?;
+    note(&format!(
+        "src/lib.rs now {} `fn mul`",
+        if text.contains("fn mul") { "has" } else { "lacks" }
+    ));
+    step("wright exec --undo: every file the run changed, back as it was");
+    let undo = Command::new(wright)
+        .args(["exec", "--undo", "--root"])
+        .arg(root)
+        .status()
+        .context("running wright exec --undo")?;
+    note(&format!("wright exec --undo exited with {undo}"));
     Ok(())
 }
 
