@@ -1,5 +1,6 @@
 //! Fails when `docs/protocol.md` and this crate drift: the document records a hash of the
-//! crate's source and must name every method and command.
+//! crate's source, must name every method and command, and its table of `wright/agentEvent`
+//! kinds must be `AgentEventKind`'s.
 
 use std::path::Path;
 
