@@ -3,6 +3,11 @@
 //! This crate is the API boundary with editors: clients depend on exactly what is here, and
 //! `docs/protocol.md` documents every method (a test fails when the two drift). Field names are
 //! camelCase on the wire, as in LSP itself. Standard LSP is not repeated here.
+//!
+//! With the `ts` feature every wire type also derives `ts_rs::TS`, from which
+//! `cargo xtask codegen` writes the VS Code extension's TypeScript declarations; a params
+//! struct whose `Option` fields are `#[serde(default)]` says so to TypeScript with
+//! `ts(optional_fields = nullable)` (absent or `null`).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +36,7 @@ pub mod commands {
 
 /// A document, named as LSP names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TextDocumentIdentifier {
     pub uri: String,
@@ -46,6 +52,7 @@ impl Request for Status {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct StatusResult {
     pub server: ServerInfo,
@@ -64,6 +71,7 @@ pub struct StatusResult {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ServerInfo {
     pub name: String,
@@ -71,6 +79,7 @@ pub struct ServerInfo {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentStatus {
     pub uri: String,
@@ -81,6 +90,7 @@ pub struct DocumentStatus {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SettingStatus {
     pub key: String,
@@ -101,12 +111,14 @@ impl Request for ViewFileText {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ViewFileTextParams {
     pub text_document: TextDocumentIdentifier,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ViewFileTextResult {
     pub version: i32,
@@ -115,6 +127,7 @@ pub struct ViewFileTextResult {
 
 /// A position in a document, in the encoding negotiated at `initialize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Position {
     pub line: u32,
@@ -132,7 +145,9 @@ impl Request for Context {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
 pub struct ContextParams {
     pub query: String,
     /// Tokens the snippets may take; 8000 when absent.
@@ -147,6 +162,7 @@ pub struct ContextParams {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ContextResult {
     pub query: String,
@@ -158,6 +174,7 @@ pub struct ContextResult {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ContextSnippet {
     /// Relative to its workspace folder.
@@ -175,6 +192,7 @@ pub struct ContextSnippet {
 
 /// A range in a document, in the encoding negotiated at `initialize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Range {
     pub start: Position,
@@ -193,7 +211,9 @@ impl Request for AgentRun {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
 pub struct AgentRunParams {
     pub task: String,
     /// The user's document: the session works in its workspace folder and the task names it.
@@ -216,6 +236,7 @@ pub struct AgentRunParams {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentRunResult {
     pub session_id: String,
@@ -231,12 +252,14 @@ impl Request for AgentCancel {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionParams {
     pub session_id: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCancelResult {
     /// `false` when the session had already ended.
@@ -253,12 +276,14 @@ impl Request for Sessions {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsResult {
     pub sessions: Vec<SessionInfo>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     pub session_id: String,
@@ -282,13 +307,16 @@ impl Request for Undo {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
 pub struct UndoParams {
     #[serde(default)]
     pub session_id: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UndoResult {
     pub session_id: String,
@@ -296,24 +324,135 @@ pub struct UndoResult {
     pub files: Vec<String>,
 }
 
-/// `wright/agentEvent` (server → client notification): one thing a session did. `kind` names
-/// the event: `model`, `stepStarted`, `textDelta`, `toolCall`, `toolResult`, `filesChanged`,
-/// `plan`, `usage`, `compacted`, `error`, `finished`; the other fields are the event's own
-/// (see `docs/protocol.md`).
+/// `wright/agentEvent` (server → client notification): one thing a session did, as
+/// [`AgentEventParams`]; its `kind` and other fields are those of an [`AgentEventKind`].
 pub enum AgentEvent {}
 
 impl AgentEvent {
     pub const METHOD: &'static str = "wright/agentEvent";
 }
 
+/// The params of `wright/agentEvent`: the session, the event's number, and the event's own
+/// fields, `kind` first.
+// `E` is the event. The server forwards its own events' serialization, hence the map by
+// default; a client reads them as `AgentEventKind` (xtask's codegen tests check that every
+// event of the server parses as one).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(concrete(E = AgentEventKind)))]
 #[serde(rename_all = "camelCase")]
-pub struct AgentEventParams {
+pub struct AgentEventParams<E = serde_json::Map<String, serde_json::Value>> {
     pub session_id: String,
     /// 1, 2, 3… within the session, so a client can tell a lost notification.
     pub seq: u64,
     #[serde(flatten)]
-    pub event: serde_json::Map<String, serde_json::Value>,
+    pub event: E,
+}
+
+/// The event of an [`AgentEventParams`], told apart by `kind`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum AgentEventKind {
+    /// The model chosen for the task, and why.
+    Model {
+        model: String,
+        tier: Option<String>,
+        reason: String,
+    },
+    /// A model call starts.
+    StepStarted { step: u32 },
+    /// Text the model wrote, as it streams.
+    TextDelta { text: String },
+    /// A tool call the model made, about to run; `arguments` is the JSON text the model wrote.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    /// Its result (`output` is what the model sees).
+    ToolResult {
+        id: String,
+        name: String,
+        is_error: bool,
+        output: String,
+    },
+    /// Workspace-relative paths an edit changed.
+    FilesChanged { paths: Vec<String> },
+    /// The agent's plan, whole, each time it changes.
+    Plan { steps: Vec<PlanStep> },
+    /// The session's token use so far.
+    Usage {
+        #[serde(flatten)]
+        total: Usage,
+    },
+    /// Compaction shortened the prompt: `masked` old outputs replaced by placeholders (readable
+    /// again with `read_artifact`), or, `summarized`, older turns replaced by a summary.
+    Compacted {
+        masked: usize,
+        tokens_before: usize,
+        tokens_after: usize,
+        summarized: bool,
+    },
+    /// A model call failed; the session goes on or stops (see the outcome).
+    Error { message: String },
+    /// The session ended.
+    Finished { outcome: Outcome },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PlanStep {
+    pub title: String,
+    pub status: PlanStepStatus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStepStatus {
+    Pending,
+    InProgress,
+    Done,
+}
+
+/// Token counts: `input` is the whole prompt, of which `cachedInput` was read from the
+/// provider's cache and `cacheWrite` written to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input: u64,
+    pub cached_input: u64,
+    pub output: u64,
+    pub cache_write: u64,
+}
+
+/// How a session ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub status: FinalStatus,
+    /// The model's last words (its summary of the work).
+    pub message: String,
+    /// Why it failed or stopped early, in words the user can act on.
+    pub reason: Option<String>,
+    pub steps: u32,
+    pub files_changed: Vec<String>,
+    pub usage: Usage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub enum FinalStatus {
+    Done,
+    Cancelled,
+    Failed,
 }
 
 /// Every method of this crate, for documentation checks and code generation.

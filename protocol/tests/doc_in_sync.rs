@@ -1,5 +1,6 @@
 //! Fails when `docs/protocol.md` and this crate drift: the document records a hash of the
-//! crate's source and must name every method and command.
+//! crate's source, must name every method and command, and its table of `wright/agentEvent`
+//! kinds must be `AgentEventKind`'s.
 
 use std::path::Path;
 
@@ -38,4 +39,89 @@ fn protocol_md_matches_the_crate() {
         "protocol/src/lib.rs changed since docs/protocol.md was last updated: bring the \
          document up to date, then record `<!-- protocol-hash: {expected} -->` in it"
     );
+}
+
+/// One sample of every kind of `wright/agentEvent`, as the server writes it.
+const EVENT_SAMPLES: &[&str] = &[
+    r#"{"sessionId": "s1", "seq": 1, "kind": "model", "model": "openai/gpt-4.1", "tier": null, "reason": "configured"}"#,
+    r#"{"sessionId": "s1", "seq": 2, "kind": "stepStarted", "step": 1}"#,
+    r#"{"sessionId": "s1", "seq": 3, "kind": "textDelta", "text": "Reading"}"#,
+    r#"{"sessionId": "s1", "seq": 4, "kind": "toolCall", "id": "call_1", "name": "read_file", "arguments": "{}"}"#,
+    r#"{"sessionId": "s1", "seq": 5, "kind": "toolResult", "id": "call_1", "name": "read_file", "isError": false, "output": "1 fn main() {}"}"#,
+    r#"{"sessionId": "s1", "seq": 6, "kind": "filesChanged", "paths": ["src/lib.rs"]}"#,
+    r#"{"sessionId": "s1", "seq": 7, "kind": "plan", "steps": [{"title": "edit", "status": "in_progress"}]}"#,
+    r#"{"sessionId": "s1", "seq": 8, "kind": "usage", "input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0}"#,
+    r#"{"sessionId": "s1", "seq": 9, "kind": "compacted", "masked": 2, "tokensBefore": 9000, "tokensAfter": 4000, "summarized": false}"#,
+    r#"{"sessionId": "s1", "seq": 10, "kind": "error", "message": "rate limited"}"#,
+    r#"{"sessionId": "s1", "seq": 11, "kind": "finished", "outcome": {"status": "done", "message": "done", "reason": null, "steps": 3, "filesChanged": ["src/lib.rs"], "usage": {"input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0}}}"#,
+];
+
+/// The kinds of `wright/agentEvent` in the document's table, each with the fields it names
+/// (the backquoted identifiers of its second column).
+fn documented_event_kinds(doc: &str) -> Vec<(String, Vec<String>)> {
+    let section = doc
+        .split("### `wright/agentEvent`")
+        .nth(1)
+        .expect("docs/protocol.md documents `wright/agentEvent`");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let quoted = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric()))
+            .map(str::to_owned)
+            .collect()
+    };
+    section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let kind = quoted(cells.first()?).into_iter().next()?;
+            Some((kind, quoted(cells.get(1)?)))
+        })
+        .collect()
+}
+
+/// `AgentEventKind`, which the VS Code extension's union is generated from, has exactly the
+/// kinds and fields the document's table lists, and reads the server's JSON unchanged.
+#[test]
+fn agent_event_kinds_match_the_doc() {
+    use wright_protocol::{AgentEventKind, AgentEventParams};
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("../docs/protocol.md")).unwrap();
+    let documented = documented_event_kinds(&doc);
+    assert_eq!(documented.len(), EVENT_SAMPLES.len(), "{documented:?}");
+    for ((kind, fields), sample) in documented.iter().zip(EVENT_SAMPLES) {
+        let json: serde_json::Value = serde_json::from_str(sample).unwrap();
+        let event: AgentEventParams<AgentEventKind> = serde_json::from_value(json.clone())
+            .unwrap_or_else(|err| panic!("{sample} is not an AgentEventKind: {err}"));
+        assert_eq!(serde_json::to_value(&event).unwrap(), json);
+        assert_eq!(json["kind"], kind.as_str(), "the table's order");
+        let mut own: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        own.retain(|key| !matches!(*key, "sessionId" | "seq" | "kind"));
+        let mut fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        own.sort_unstable();
+        fields.sort_unstable();
+        assert_eq!(own, fields, "the fields of `{kind}` in docs/protocol.md");
+        // A new variant fails to compile here until it has a sample and a row in the doc.
+        match event.event {
+            AgentEventKind::Model { .. }
+            | AgentEventKind::StepStarted { .. }
+            | AgentEventKind::TextDelta { .. }
+            | AgentEventKind::ToolCall { .. }
+            | AgentEventKind::ToolResult { .. }
+            | AgentEventKind::FilesChanged { .. }
+            | AgentEventKind::Plan { .. }
+            | AgentEventKind::Usage { .. }
+            | AgentEventKind::Compacted { .. }
+            | AgentEventKind::Error { .. }
+            | AgentEventKind::Finished { .. } => {}
+        }
+    }
 }

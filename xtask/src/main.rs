@@ -7,6 +7,7 @@ mod bench_edit;
 mod bench_index;
 mod bench_llm;
 mod bench_retrieval;
+mod codegen;
 mod demo;
 mod fuzz;
 mod tidy;
@@ -19,6 +20,8 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   demo             build wright and drive `wright lsp` on the example workspace as an editor would
   tidy             check the codebase's own rules (also run by `cargo test` as a test)
+  codegen          write editors/vscode/src/protocol.ts, the TypeScript types of the protocol
+                   crate (a test fails when it is stale)
   bench retrieval  retrieval quality against BM25 on upstream fixes from Debian patches
                    [--packages a,b,c]; writes docs/benchmarks.md
   bench edit       the edit engine's accuracy on real source files against two baselines
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo::run(),
         Some("tidy") => tidy::run(),
+        Some("codegen") => codegen::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("-h" | "--help") => {
