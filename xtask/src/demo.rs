@@ -245,7 +245,11 @@ fn agent_task(wright: &Path, root: &Path) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(root.join("src/lib.rs"))?;
     note(&format!(
         "src/lib.rs now {} `fn mul`",
-        if text.contains("fn mul") { "has" } else { "lacks" }
+        if text.contains("fn mul") {
+            "has"
+        } else {
+            "lacks"
+        }
     ));
     step("wright exec --undo: every file the run changed, back as it was");
     let undo = Command::new(wright)
