@@ -408,3 +408,78 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
     assert!(undo.status.success(), "{}", text(&undo.stderr));
     assert_eq!(read(&dir, "src/lib.rs"), LIB);
 }
+
+#[test]
+fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history() {
+    let dir = setup("exec-compaction-resume");
+    let big: String = (1..=400)
+        .map(|n| format!("pub const C{n}: u32 = {n};\n"))
+        .collect();
+    dir.write("ws/src/big.rs", &big);
+    dir.write(
+        "ws/.wright/config.toml",
+        "[compaction]\ncontext_window = 6000\nthreshold_percent = 50\nkeep_recent = 1\n",
+    );
+    let provider = ScriptedProvider::start();
+    for (n, start) in [1, 101, 201, 301].into_iter().enumerate() {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(
+                &format!("r{n}"),
+                "read_file",
+                &json!({"path": "src/big.rs", "start_line": start, "end_line": start + 99})
+                    .to_string(),
+            ),
+        ));
+    }
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
+    let root = dir.path().join("ws");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
+        .args(["exec", "read big.rs", "--root"])
+        .arg(&root)
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("WRIGHT_MODEL", "openai/gpt-4.1")
+        .env("OPENAI_BASE_URL", provider.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-exec-test-key")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while provider.requests().len() < 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fifth request never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    let killed = child.wait_with_output().unwrap();
+    let stderr = text(&killed.stderr);
+    assert!(stderr.contains("compacted:"), "{stderr}");
+    let id = stderr
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["All read."])));
+    let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let requests = provider.requests();
+    // The resumed request is the interrupted one, placeholders and all, plus nothing else.
+    assert_eq!(
+        requests[5].json()["messages"],
+        requests[4].json()["messages"]
+    );
+    assert!(
+        requests[5]
+            .body_text()
+            .contains("[masked tool output: read_file")
+    );
+}

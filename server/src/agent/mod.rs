@@ -27,7 +27,8 @@ pub struct Cancel(Arc<CancelState>);
 
 #[derive(Debug, Default)]
 struct CancelState {
-    cancelled: AtomicBool,
+    /// Shared as is with the sandbox, which polls it while a command runs.
+    cancelled: Arc<AtomicBool>,
     notify: Notify,
 }
 
@@ -43,6 +44,11 @@ impl Cancel {
 
     pub fn is_cancelled(&self) -> bool {
         self.0.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// The flag itself, for code that polls rather than awaits (a running command).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0.cancelled)
     }
 
     /// Resolves once [`Cancel::cancel`] was called (at once if it already was).
