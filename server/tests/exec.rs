@@ -20,7 +20,8 @@ fn setup(name: &str) -> TempDir {
     dir
 }
 
-fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Output {
+/// `wright exec ARGS --root <ws>` with a clean environment and, with a provider, its model.
+fn command(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Command {
     let root = dir.path().join("ws");
     let mut command = Command::new(env!("CARGO_BIN_EXE_wright"));
     command
@@ -39,7 +40,45 @@ fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Ou
             .env("OPENAI_BASE_URL", provider.openai_base_url())
             .env("OPENAI_API_KEY", "sk-exec-test-key");
     }
-    command.output().expect("running wright exec")
+    command
+}
+
+fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Output {
+    command(dir, provider, args)
+        .output()
+        .expect("running wright exec")
+}
+
+/// Runs `wright exec TASK` until the provider has received `requests` requests, then kills
+/// it with SIGKILL; returns its stderr and the session id it printed.
+fn kill_after(
+    dir: &TempDir,
+    provider: &ScriptedProvider,
+    task: &str,
+    requests: usize,
+) -> (String, String) {
+    let mut child = command(dir, Some(provider), &[task])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while provider.requests().len() < requests {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "request {requests} never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup runs
+    let stderr = text(&child.wait_with_output().unwrap().stderr);
+    let id = stderr
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session id in {stderr}"))
+        .to_owned();
+    (stderr, id)
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -344,39 +383,7 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
     ));
     // The second answer never comes: the process is killed while it waits.
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
-    let root = dir.path().join("ws");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
-        .args(["exec", "fix add", "--root"])
-        .arg(&root)
-        .env_clear()
-        .env("HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("WRIGHT_MODEL", "openai/gpt-4.1")
-        .env("OPENAI_BASE_URL", provider.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-exec-test-key")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while provider.requests().len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second request never came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL: no cleanup runs
-    let killed = child.wait_with_output().unwrap();
-    let stderr = text(&killed.stderr);
-    let id = stderr
-        .split("session ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no session id in {stderr}"))
-        .to_owned();
+    let (_, id) = kill_after(&dir, &provider, "fix add", 2);
     assert_eq!(read(&dir, "src/lib.rs"), LIB.replacen("a - b", "a + b", 1));
 
     provider.push(Reply::stream(
@@ -433,40 +440,8 @@ fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history
         ));
     }
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
-    let root = dir.path().join("ws");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
-        .args(["exec", "read big.rs", "--root"])
-        .arg(&root)
-        .env_clear()
-        .env("HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("WRIGHT_MODEL", "openai/gpt-4.1")
-        .env("OPENAI_BASE_URL", provider.openai_base_url())
-        .env("OPENAI_API_KEY", "sk-exec-test-key")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while provider.requests().len() < 5 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the fifth request never came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    let killed = child.wait_with_output().unwrap();
-    let stderr = text(&killed.stderr);
+    let (stderr, id) = kill_after(&dir, &provider, "read big.rs", 5);
     assert!(stderr.contains("compacted:"), "{stderr}");
-    let id = stderr
-        .split("session ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap()
-        .to_owned();
 
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["All read."])));
     let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
