@@ -300,32 +300,36 @@ fn failures_end_the_run_with_a_reason() {
     assert!(Path::new(&dir.path().join("ws/src/lib.rs")).exists());
 }
 
-#[test]
-fn a_long_session_is_compacted_and_masked_outputs_stay_readable() {
-    let dir = setup("exec-compaction");
+/// A workspace with a 400-line file and a context window small enough that reading it in four
+/// parts passes the compaction threshold; the provider scripted to read those four parts.
+fn compaction_setup(name: &str) -> (TempDir, ScriptedProvider) {
+    let dir = setup(name);
     let big: String = (1..=400)
         .map(|n| format!("pub const C{n}: u32 = {n};\n"))
         .collect();
     dir.write("ws/src/big.rs", &big);
-    // A small window: the third read passes the threshold and masks the oldest outputs.
     dir.write(
         "ws/.wright/config.toml",
         "[compaction]\ncontext_window = 6000\nthreshold_percent = 50\nkeep_recent = 1\n",
     );
     let provider = ScriptedProvider::start();
-    let read = |id: &str, start: u32| {
-        Turn::default().tool_call(
-            id,
-            "read_file",
-            &json!({"path": "src/big.rs", "start_line": start, "end_line": start + 99}).to_string(),
-        )
-    };
     for (n, start) in [1, 101, 201, 301].into_iter().enumerate() {
         provider.push(Reply::stream(
             Dialect::OpenAi,
-            &read(&format!("r{n}"), start),
+            &Turn::default().tool_call(
+                &format!("r{n}"),
+                "read_file",
+                &json!({"path": "src/big.rs", "start_line": start, "end_line": start + 99})
+                    .to_string(),
+            ),
         ));
     }
+    (dir, provider)
+}
+
+#[test]
+fn a_long_session_is_compacted_and_masked_outputs_stay_readable() {
+    let (dir, provider) = compaction_setup("exec-compaction");
     provider.push(Reply::stream(
         Dialect::OpenAi,
         &Turn::default().tool_call(
@@ -418,27 +422,7 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
 
 #[test]
 fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history() {
-    let dir = setup("exec-compaction-resume");
-    let big: String = (1..=400)
-        .map(|n| format!("pub const C{n}: u32 = {n};\n"))
-        .collect();
-    dir.write("ws/src/big.rs", &big);
-    dir.write(
-        "ws/.wright/config.toml",
-        "[compaction]\ncontext_window = 6000\nthreshold_percent = 50\nkeep_recent = 1\n",
-    );
-    let provider = ScriptedProvider::start();
-    for (n, start) in [1, 101, 201, 301].into_iter().enumerate() {
-        provider.push(Reply::stream(
-            Dialect::OpenAi,
-            &Turn::default().tool_call(
-                &format!("r{n}"),
-                "read_file",
-                &json!({"path": "src/big.rs", "start_line": start, "end_line": start + 99})
-                    .to_string(),
-            ),
-        ));
-    }
+    let (dir, provider) = compaction_setup("exec-compaction-resume");
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
     let (stderr, id) = kill_after(&dir, &provider, "read big.rs", 5);
     assert!(stderr.contains("compacted:"), "{stderr}");
