@@ -225,8 +225,9 @@ pub struct AgentRunParams {
     /// `PROVIDER/MODEL` or `auto`, over the configuration.
     #[serde(default)]
     pub model: Option<String>,
-    /// `auto` (the default): edits are applied as the agent makes them. `review` is not
-    /// available yet and is refused.
+    /// `auto` (the default): edits are applied as the agent makes them. `review`: they are
+    /// held (the session sees them; the editor gets `editProposed` events) until
+    /// `wright/editsAccept` applies them all or `wright/editsReject` drops them.
     #[serde(default)]
     pub apply_mode: Option<String>,
     /// Resume this interrupted session (see `wright/sessions`) from its journal, with its
@@ -294,6 +295,34 @@ pub struct SessionInfo {
     pub steps: u32,
     /// Workspace-relative paths of the files its edits changed.
     pub files_changed: Vec<String>,
+}
+
+/// `wright/editsAccept`: applies every edit a review session (`applyMode: "review"`) holds,
+/// all files or none, through `workspace/applyEdit`.
+pub enum EditsAccept {}
+
+impl Request for EditsAccept {
+    const METHOD: &'static str = "wright/editsAccept";
+    type Params = SessionParams;
+    type Result = ReviewResult;
+}
+
+/// `wright/editsReject`: drops every edit a review session holds.
+pub enum EditsReject {}
+
+impl Request for EditsReject {
+    const METHOD: &'static str = "wright/editsReject";
+    type Params = SessionParams;
+    type Result = ReviewResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewResult {
+    pub session_id: String,
+    /// Workspace-relative paths of the files accepted (or rejected).
+    pub files: Vec<String>,
 }
 
 /// `wright/undo`: reverts every edit of a session (the last session when none is named), all
@@ -380,8 +409,15 @@ pub enum AgentEventKind {
         is_error: bool,
         output: String,
     },
-    /// Workspace-relative paths an edit changed.
+    /// Workspace-relative paths an edit changed (held for review, in review mode).
     FilesChanged { paths: Vec<String> },
+    /// Review mode: the agent proposes this file's new text (`after`; `null` deletes it) over
+    /// `before` (`null`: a new file); `wright/editsAccept` applies every proposal.
+    EditProposed {
+        path: String,
+        before: Option<String>,
+        after: Option<String>,
+    },
     /// The agent's plan, whole, each time it changes.
     Plan { steps: Vec<PlanStep> },
     /// The session's token use so far.
@@ -464,5 +500,7 @@ pub const METHODS: &[&str] = &[
     AgentCancel::METHOD,
     Sessions::METHOD,
     Undo::METHOD,
+    EditsAccept::METHOD,
+    EditsReject::METHOD,
     AgentEvent::METHOD,
 ];

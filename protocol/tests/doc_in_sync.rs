@@ -49,6 +49,7 @@ const EVENT_SAMPLES: &[&str] = &[
     r#"{"sessionId": "s1", "seq": 4, "kind": "toolCall", "id": "call_1", "name": "read_file", "arguments": "{}"}"#,
     r#"{"sessionId": "s1", "seq": 5, "kind": "toolResult", "id": "call_1", "name": "read_file", "isError": false, "output": "1 fn main() {}"}"#,
     r#"{"sessionId": "s1", "seq": 6, "kind": "filesChanged", "paths": ["src/lib.rs"]}"#,
+    r#"{"sessionId": "s1", "seq": 6, "kind": "editProposed", "path": "src/lib.rs", "before": "a - b\n", "after": null}"#,
     r#"{"sessionId": "s1", "seq": 7, "kind": "plan", "steps": [{"title": "edit", "status": "in_progress"}]}"#,
     r#"{"sessionId": "s1", "seq": 8, "kind": "usage", "input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0}"#,
     r#"{"sessionId": "s1", "seq": 9, "kind": "compacted", "masked": 2, "tokensBefore": 9000, "tokensAfter": 4000, "summarized": false}"#,
@@ -117,6 +118,7 @@ fn agent_event_kinds_match_the_doc() {
             | AgentEventKind::ToolCall { .. }
             | AgentEventKind::ToolResult { .. }
             | AgentEventKind::FilesChanged { .. }
+            | AgentEventKind::EditProposed { .. }
             | AgentEventKind::Plan { .. }
             | AgentEventKind::Usage { .. }
             | AgentEventKind::Compacted { .. }

@@ -512,6 +512,8 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
             first_line(output)
         ),
         AgentEvent::FilesChanged { paths } => writeln!(out, "  changed {}", paths.join(", ")),
+        // Headless runs apply their edits; nothing is held for review.
+        AgentEvent::EditProposed { path, .. } => writeln!(out, "  proposed {path}"),
         AgentEvent::Plan { steps } => writeln!(out, "  plan: {} steps", steps.len()),
         AgentEvent::Usage { total } => writeln!(
             out,

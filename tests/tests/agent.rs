@@ -213,21 +213,21 @@ fn a_refused_or_unconfirmed_edit_is_reported_to_the_model_and_nothing_is_lost() 
 }
 
 #[test]
-fn runs_without_a_model_or_in_review_mode_are_refused_with_a_reason() {
+fn runs_with_an_unknown_model_or_apply_mode_are_refused_with_a_reason() {
     let dir = TempDir::new("lsp-agent-refused");
     dir.write("ws/src/lib.rs", LIB);
     let provider = ScriptedProvider::start();
     let mut editor = start(&dir, &provider);
-    let review = editor.request_response(
+    let mode = editor.request_response(
         "wright/agentRun",
-        json!({"task": "x", "applyMode": "review"}),
+        json!({"task": "x", "applyMode": "sideways"}),
     );
     assert!(
-        review["error"]["message"]
+        mode["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("review"),
-        "{review}"
+            .contains("\"auto\" or \"review\""),
+        "{mode}"
     );
     let unknown =
         editor.request_response("wright/agentRun", json!({"task": "x", "model": "nonsense"}));
@@ -338,5 +338,85 @@ fn a_session_of_a_killed_server_is_listed_as_interrupted_and_resumes() {
         "{sessions}"
     );
     assert_eq!(sessions["sessions"][0]["status"], "done");
+    editor.shutdown();
+}
+
+#[test]
+fn review_mode_holds_edits_until_accepted_and_reject_drops_them() {
+    let dir = TempDir::new("lsp-agent-review");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    let session_turns = |provider: &ScriptedProvider| {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &edit_turn("e1", "    a - b\n", "    a + b\n"),
+        ));
+        // The session reads its own proposal back.
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call("r1", "read_file", r#"{"path": "src/lib.rs"}"#),
+        ));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Proposed."])));
+    };
+    session_turns(&provider);
+    let mut editor = start(&dir, &provider);
+    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+    editor.open(&uri, "rust", 1, LIB);
+    let run = editor.request(
+        "wright/agentRun",
+        json!({"task": "fix add", "applyMode": "review"}),
+    );
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let proposed = editor.expect("an editProposed event", |m| {
+        m["method"] == "wright/agentEvent" && m["params"]["kind"] == "editProposed"
+    });
+    let fixed = LIB.replace("a - b", "a + b");
+    assert_eq!(proposed["params"]["path"], "src/lib.rs");
+    assert_eq!(proposed["params"]["before"], LIB);
+    assert_eq!(proposed["params"]["after"], fixed.as_str());
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    let read_back = &provider.requests()[2].json()["messages"];
+    assert!(
+        read_back.to_string().contains("a + b"),
+        "the session reads its own proposal"
+    );
+    assert_eq!(
+        editor.text_of(&uri),
+        (1, LIB.to_owned()),
+        "nothing applied yet"
+    );
+
+    let accept_id = editor.send_request("wright/editsAccept", json!({"sessionId": session}));
+    let (id, change) = apply_edit_request(&mut editor);
+    assert_eq!(change["textDocument"]["version"], 1);
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    editor.respond(&id, json!({"applied": true}));
+    let accepted = editor.expect_response(&json!(accept_id));
+    assert_eq!(
+        accepted["result"]["files"],
+        json!(["src/lib.rs"]),
+        "{accepted}"
+    );
+
+    // A second review session, rejected: the buffer keeps the accepted text.
+    session_turns(&provider);
+    let run = editor.request(
+        "wright/agentRun",
+        json!({"task": "fix add again", "applyMode": "review"}),
+    );
+    let second = run["sessionId"].as_str().unwrap().to_owned();
+    finished(&mut editor, &second);
+    let rejected = editor.request("wright/editsReject", json!({"sessionId": second}));
+    assert_eq!(
+        rejected["files"],
+        json!([]),
+        "nothing to hold: a + b was already there"
+    );
+    assert_eq!(editor.text_of(&uri), (2, fixed));
+    let auto = editor.request_response("wright/editsAccept", json!({"sessionId": "nope"}));
+    assert!(auto.get("error").is_some(), "{auto}");
     editor.shutdown();
 }

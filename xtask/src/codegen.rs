@@ -407,6 +407,16 @@ mod tests {
                 ],
             },
             AgentEvent::Usage { total: usage },
+            AgentEvent::EditProposed {
+                path: "src/lib.rs".into(),
+                before: Some("a - b\n".into()),
+                after: Some("a + b\n".into()),
+            },
+            AgentEvent::EditProposed {
+                path: "src/new.rs".into(),
+                before: None,
+                after: Some("pub fn new() {}\n".into()),
+            },
             AgentEvent::Compacted {
                 masked: 3,
                 tokens_before: 9_000,
@@ -457,6 +467,7 @@ mod tests {
                 | AgentEvent::ToolCall { .. }
                 | AgentEvent::ToolResult { .. }
                 | AgentEvent::FilesChanged { .. }
+                | AgentEvent::EditProposed { .. }
                 | AgentEvent::Plan { .. }
                 | AgentEvent::Usage { .. }
                 | AgentEvent::Compacted { .. }

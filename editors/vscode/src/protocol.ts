@@ -49,6 +49,8 @@ export const METHODS = [
   "wright/agentCancel",
   "wright/sessions",
   "wright/undo",
+  "wright/editsAccept",
+  "wright/editsReject",
   "wright/agentEvent",
 ] as const;
 
@@ -213,8 +215,9 @@ export type AgentRunParams = {
    */
   model?: string | null,
   /**
-   * `auto` (the default): edits are applied as the agent makes them. `review` is not
-   * available yet and is refused.
+   * `auto` (the default): edits are applied as the agent makes them. `review`: they are
+   * held (the session sees them; the editor gets `editProposed` events) until
+   * `wright/editsAccept` applies them all or `wright/editsReject` drops them.
    */
   applyMode?: string | null,
   /**
@@ -336,6 +339,11 @@ export type AgentEventKind = {
 } | {
   "kind": "filesChanged",
   paths: Array<string>,
+} | {
+  "kind": "editProposed",
+  path: string,
+  before: string | null,
+  after: string | null,
 } | {
   "kind": "plan",
   steps: Array<PlanStep>,

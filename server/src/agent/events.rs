@@ -41,9 +41,16 @@ pub enum AgentEvent {
         is_error: bool,
         output: String,
     },
-    /// Files an edit changed.
+    /// Files an edit changed (held for review, in review mode).
     FilesChanged {
         paths: Vec<String>,
+    },
+    /// Review mode: the agent proposes this file's new text (`after`; `null` deletes it) over
+    /// `before` (`null`: a new file); `wright/editsAccept` applies every proposal.
+    EditProposed {
+        path: String,
+        before: Option<String>,
+        after: Option<String>,
     },
     Plan {
         steps: Vec<PlanStep>,

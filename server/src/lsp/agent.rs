@@ -9,7 +9,7 @@
 //! as rejected, and the agent is told to read the file again. Files no editor has open are
 //! written on disk, atomically, like `wright exec` does; the editor's file watcher shows them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,6 +50,38 @@ impl Overlay for LiveBuffers {
     }
 }
 
+/// Edits held for review: per workspace-relative path, the file as it was when the session
+/// first changed it (text, and buffer version when open) and the text the agent proposes
+/// (`None`: deleted).
+type Pending = Arc<Mutex<BTreeMap<PathBuf, Proposal>>>;
+
+#[derive(Clone, Debug)]
+struct Proposal {
+    base: Option<Versioned>,
+    proposed: Option<String>,
+}
+
+/// What a review session sees: its own proposals over the live buffers and the disk.
+pub struct ReviewOverlay {
+    root: PathBuf,
+    pending: Pending,
+    live: LiveBuffers,
+}
+
+impl Overlay for ReviewOverlay {
+    fn buffer_text(&self, path: &Path) -> Option<String> {
+        let relative = path.strip_prefix(&self.root).ok()?;
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        match pending.get(relative) {
+            Some(proposal) => proposal.proposed.clone(),
+            None => {
+                drop(pending);
+                self.live.buffer_text(path)
+            }
+        }
+    }
+}
+
 /// Edits to the editor's open documents through `workspace/applyEdit`, and to other files on
 /// disk; every applied plan remembered for undo.
 pub struct EditorTarget {
@@ -62,6 +94,10 @@ pub struct EditorTarget {
     /// The client takes `documentChanges` (versioned edits).
     versioned: bool,
     applied: Mutex<Vec<Checkpoint>>,
+    /// `applyMode: "review"`: edits are held here until accepted or rejected.
+    review: Option<Pending>,
+    /// Where proposals are announced (review mode).
+    events: Option<tokio::sync::mpsc::UnboundedSender<AgentEvent>>,
 }
 
 impl EditorTarget {
@@ -81,7 +117,130 @@ impl EditorTarget {
             gate,
             versioned,
             applied: Mutex::new(Vec::new()),
+            review: None,
+            events: None,
         }
+    }
+
+    /// Holds edits for review instead of applying them; proposals are announced on `events`.
+    fn reviewing(mut self, events: tokio::sync::mpsc::UnboundedSender<AgentEvent>) -> Self {
+        self.review = Some(Pending::default());
+        self.events = Some(events);
+        self
+    }
+
+    /// The overlay a session on this target reads through.
+    fn overlay(&self) -> Arc<dyn Overlay + Send + Sync> {
+        let live = LiveBuffers(Arc::clone(&self.buffers));
+        match &self.review {
+            Some(pending) => Arc::new(ReviewOverlay {
+                root: self.root.clone(),
+                pending: Arc::clone(pending),
+                live,
+            }),
+            None => Arc::new(live),
+        }
+    }
+
+    /// The file as the editor and the disk have it, proposals aside.
+    fn live_state(&self, path: &Path) -> Result<FileState, EditError> {
+        match self.open_document(path) {
+            Some((version, text)) => Ok(FileState::File(Versioned {
+                text,
+                version: Some(version),
+            })),
+            None => self.disk.state(path),
+        }
+    }
+
+    /// Applies every held edit, all files or none: refused, with nothing applied, when a file
+    /// changed since the agent first edited it (the user typed, or saved another version).
+    pub fn accept(&self) -> Result<Vec<String>, EditError> {
+        let Some(pending) = &self.review else {
+            return Ok(Vec::new());
+        };
+        let proposals = pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut files = Vec::new();
+        for (path, proposal) in &proposals {
+            let current = match self.live_state(path)? {
+                FileState::File(current) => Some(current),
+                FileState::Missing => None,
+                FileState::Directory => return Err(EditError::NotAFile { path: path.clone() }),
+            };
+            let base_text = proposal.base.as_ref().map(|b| &b.text);
+            if current.as_ref().map(|c| &c.text) != base_text {
+                return Err(EditError::Stale { path: path.clone() });
+            }
+            files.push(FilePlan {
+                path: path.clone(),
+                edits: match (&current, &proposal.proposed) {
+                    (Some(before), Some(after)) => {
+                        vec![crate::edit::plan::replacement(&before.text, after)]
+                    }
+                    _ => Vec::new(),
+                },
+                before: current,
+                after: proposal.proposed.clone(),
+            });
+        }
+        let plan = Plan {
+            files,
+            ..Plan::default()
+        };
+        self.apply_unrecorded(&plan)?;
+        self.applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Checkpoint::of(&plan));
+        pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        Ok(relative_names(proposals.keys()))
+    }
+
+    /// Drops every held edit; the files they would have changed.
+    pub fn reject(&self) -> Vec<String> {
+        let Some(pending) = &self.review else {
+            return Vec::new();
+        };
+        let proposals = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
+        relative_names(proposals.keys())
+    }
+
+    /// Holds `plan` for review, checked against what the session sees.
+    fn propose(&self, pending: &Pending, plan: &Plan) -> Result<(), EditError> {
+        for file in &plan.files {
+            let seen = match self.state(&file.path)? {
+                FileState::File(current) => Some(current.text),
+                _ => None,
+            };
+            if seen.as_ref() != file.before.as_ref().map(|b| &b.text) {
+                return Err(EditError::Stale {
+                    path: file.path.clone(),
+                });
+            }
+        }
+        let mut held = pending.lock().unwrap_or_else(|e| e.into_inner());
+        for file in &plan.files {
+            let base = match held.get(&file.path) {
+                Some(proposal) => proposal.base.clone(),
+                None => match self.live_state(&file.path)? {
+                    FileState::File(current) => Some(current),
+                    _ => None,
+                },
+            };
+            let proposal = Proposal {
+                base,
+                proposed: file.after.clone(),
+            };
+            if let Some(events) = &self.events {
+                let _ = events.send(AgentEvent::EditProposed {
+                    path: file.path.to_string_lossy().replace('\\', "/"),
+                    before: proposal.base.as_ref().map(|b| b.text.clone()),
+                    after: proposal.proposed.clone(),
+                });
+            }
+            held.insert(file.path.clone(), proposal);
+        }
+        Ok(())
     }
 
     fn open_document(&self, path: &Path) -> Option<(i32, String)> {
@@ -249,14 +408,25 @@ fn file_uri(path: &Path) -> Result<lsp::Uri, EditError> {
 
 impl FileSource for EditorTarget {
     fn state(&self, path: &Path) -> Result<FileState, EditError> {
-        match self.open_document(path) {
-            Some((version, text)) => Ok(FileState::File(Versioned {
-                text,
-                version: Some(version),
-            })),
-            None => self.disk.state(path),
+        if let Some(pending) = &self.review
+            && let Some(proposal) = pending.lock().unwrap_or_else(|e| e.into_inner()).get(path)
+        {
+            return Ok(match &proposal.proposed {
+                Some(text) => FileState::File(Versioned {
+                    text: text.clone(),
+                    version: None,
+                }),
+                None => FileState::Missing,
+            });
         }
+        self.live_state(path)
     }
+}
+
+fn relative_names<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Vec<String> {
+    paths
+        .map(|path| path.to_string_lossy().replace('\\', "/"))
+        .collect()
 }
 
 impl EditTarget for EditorTarget {
@@ -265,6 +435,9 @@ impl EditTarget for EditorTarget {
     }
 
     fn apply(&self, plan: &Plan) -> Result<(), EditError> {
+        if let Some(pending) = &self.review {
+            return self.propose(pending, plan);
+        }
         self.apply_unrecorded(plan)?;
         self.applied
             .lock()
@@ -313,6 +486,8 @@ pub struct Start {
     pub progress: bool,
     /// Where session journals go.
     pub data_dir: PathBuf,
+    /// `applyMode: "review"`: hold the edits until `wright/editsAccept`.
+    pub review: bool,
 }
 
 impl Agents {
@@ -341,13 +516,19 @@ impl Agents {
             .get("edit.syntax_gate")
             .and_then(|value| value.parse().ok())
             .unwrap_or_default();
-        let target = Arc::new(EditorTarget::new(
+        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let target = EditorTarget::new(
             start.client.clone(),
             Arc::clone(&start.buffers),
             start.root.clone(),
             gate,
             start.versioned_edits,
-        ));
+        );
+        let target = Arc::new(if start.review {
+            target.reviewing(events.clone())
+        } else {
+            target
+        });
         let cancel = Cancel::new();
         let id = match resume {
             Some(id) => id.to_owned(),
@@ -355,7 +536,7 @@ impl Agents {
         };
         let tools = Arc::new(ToolContext {
             root: start.root.clone(),
-            overlay: Arc::new(LiveBuffers(Arc::clone(&start.buffers))),
+            overlay: target.overlay(),
             index: start.index.clone(),
             walk: start.walk,
             edits: target.clone(),
@@ -380,7 +561,6 @@ impl Agents {
             .unwrap_or_else(|e| e.into_inner())
             .push(Arc::clone(&entry));
 
-        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
         let (history, journal) = match resumed {
             Some((_, history, journal)) => (history, Some(journal)),
             None => {
@@ -527,6 +707,29 @@ impl Agents {
             }
         }));
         listed
+    }
+
+    /// Applies (`accept`) or drops the edits session `id` holds for review. Blocking.
+    pub fn review(&self, id: &str, accept: bool) -> Result<proto::ReviewResult, String> {
+        let entry = self
+            .find(Some(id))
+            .ok_or_else(|| format!("no session {id:?}"))?;
+        if entry.target.review.is_none() {
+            return Err(format!(
+                "session {id} applies its edits as it goes (applyMode \"auto\"); nothing is held"
+            ));
+        }
+        let files = if accept {
+            entry.target.accept().map_err(|err| {
+                format!("nothing applied: {err}; reject the edits, or run the task again")
+            })?
+        } else {
+            entry.target.reject()
+        };
+        Ok(proto::ReviewResult {
+            session_id: entry.id.clone(),
+            files,
+        })
     }
 
     /// Reverts the edits of session `id` (the last session when `None`). Blocking.

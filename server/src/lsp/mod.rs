@@ -13,7 +13,8 @@ mod transport;
 
 use tower_lsp_server::LspService;
 use wright_protocol::{
-    AgentCancel, AgentRun, Context, Request, Sessions, Status, Undo, ViewFileText,
+    AgentCancel, AgentRun, Context, EditsAccept, EditsReject, Request, Sessions, Status, Undo,
+    ViewFileText,
 };
 
 pub use server::ServerOptions;
@@ -29,6 +30,8 @@ pub async fn run_stdio(options: ServerOptions) -> i32 {
         .custom_method(AgentCancel::METHOD, server::Backend::agent_cancel)
         .custom_method(Sessions::METHOD, server::Backend::sessions)
         .custom_method(Undo::METHOD, server::Backend::undo)
+        .custom_method(EditsAccept::METHOD, server::Backend::edits_accept)
+        .custom_method(EditsReject::METHOD, server::Backend::edits_reject)
         .finish();
     let outcome = transport::serve(tokio::io::stdin(), tokio::io::stdout(), service, socket).await;
     tracing::info!("language server stopped: {outcome:?}");

@@ -321,16 +321,15 @@ impl Backend {
         &self,
         params: proto::AgentRunParams,
     ) -> RpcResult<proto::AgentRunResult> {
-        if params
-            .apply_mode
-            .as_deref()
-            .is_some_and(|mode| mode != "auto")
-        {
-            return Err(RpcError::invalid_params(
-                "applyMode \"review\" is not available yet; use \"auto\" (every edit can be \
-                 undone with wright/undo)",
-            ));
-        }
+        let review = match params.apply_mode.as_deref() {
+            None | Some("auto") => false,
+            Some("review") => true,
+            Some(other) => {
+                return Err(RpcError::invalid_params(format!(
+                    "applyMode {other:?}: expected \"auto\" or \"review\""
+                )));
+            }
+        };
         if params.task.trim().is_empty() && params.session_id.is_none() {
             return Err(RpcError::invalid_params("the task is empty"));
         }
@@ -411,6 +410,7 @@ impl Backend {
                 .and_then(|window| window.work_done_progress)
                 == Some(true),
             data_dir: config::data_dir(&process_env),
+            review,
         };
         let session_id = self
             .agents
@@ -444,6 +444,38 @@ impl Backend {
         Ok(proto::SessionsResult {
             sessions: self.agents.list(&config::data_dir(&process_env), &roots),
         })
+    }
+
+    /// `wright/editsAccept`: through `workspace/applyEdit`, so on a blocking thread.
+    pub async fn edits_accept(
+        &self,
+        params: proto::SessionParams,
+    ) -> RpcResult<proto::ReviewResult> {
+        self.review(params.session_id, true).await
+    }
+
+    /// `wright/editsReject`.
+    pub async fn edits_reject(
+        &self,
+        params: proto::SessionParams,
+    ) -> RpcResult<proto::ReviewResult> {
+        self.review(params.session_id, false).await
+    }
+
+    async fn review(&self, session_id: String, accept: bool) -> RpcResult<proto::ReviewResult> {
+        let agents = Arc::clone(&self.agents);
+        tokio::task::spawn_blocking(move || agents.review(&session_id, accept))
+            .await
+            .map_err(|err| RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+                message: format!("review failed: {err}").into(),
+                data: None,
+            })?
+            .map_err(|message| RpcError {
+                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32003),
+                message: message.into(),
+                data: None,
+            })
     }
 
     /// `wright/undo`: through `workspace/applyEdit`, so on a blocking thread while the
