@@ -491,6 +491,38 @@ pub enum FinalStatus {
     Failed,
 }
 
+/// `wright/requestApproval` (server → client request): a command needs more than the sandbox
+/// allows (the network, a write outside the workspace, more time or memory), or the
+/// configuration asks for approval of it. Sent only to a client that declared
+/// `experimental.wrightRequestApproval: true` in its capabilities; others get a
+/// `window/showMessageRequest` with the actions "Allow", "Allow always" and "Deny".
+pub enum RequestApproval {}
+
+impl RequestApproval {
+    pub const METHOD: &'static str = "wright/requestApproval";
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct RequestApprovalParams {
+    pub session_id: String,
+    /// `network`, `write`, `time`, `memory`, `processes` or `command`.
+    pub kind: String,
+    /// The command line, when a command asks.
+    pub command: Option<String>,
+    /// Why, in a sentence for the user.
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct RequestApprovalResult {
+    /// `allow` (this once), `allowAlways` (for the rest of the session) or `deny`.
+    pub decision: String,
+}
+
 /// Every method of this crate, for documentation checks and code generation.
 pub const METHODS: &[&str] = &[
     Status::METHOD,
@@ -503,4 +535,5 @@ pub const METHODS: &[&str] = &[
     EditsAccept::METHOD,
     EditsReject::METHOD,
     AgentEvent::METHOD,
+    RequestApproval::METHOD,
 ];

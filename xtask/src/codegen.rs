@@ -52,6 +52,12 @@ fn generator() -> Generator {
     file.request::<proto::AgentCancel>();
     file.request::<proto::Sessions>();
     file.request::<proto::Undo>();
+    file.request::<proto::EditsAccept>();
+    file.request::<proto::EditsReject>();
+    file.server_request::<proto::RequestApprovalParams, proto::RequestApprovalResult>(
+        "RequestApproval",
+        proto::RequestApproval::METHOD,
+    );
     file.union::<proto::AgentEventKind>();
     file.notification::<proto::AgentEventParams<proto::AgentEventKind>>(
         "AgentEvent",
@@ -71,6 +77,8 @@ struct Generator {
     requests: Vec<(String, &'static str, String, String)>,
     /// `(constant, method, params)`.
     notifications: Vec<(&'static str, &'static str, String)>,
+    /// Server → client requests: `(constant, method, params, result)`.
+    server_requests: Vec<(&'static str, &'static str, String, String)>,
 }
 
 impl Generator {
@@ -82,7 +90,19 @@ impl Generator {
             unions: Vec::new(),
             requests: Vec::new(),
             notifications: Vec::new(),
+            server_requests: Vec::new(),
         }
+    }
+
+    fn server_request<P: TS + 'static, R: TS + 'static>(
+        &mut self,
+        name: &'static str,
+        method: &'static str,
+    ) {
+        self.visit::<P>();
+        self.visit::<R>();
+        let (params, result) = (P::name(&self.config), R::name(&self.config));
+        self.server_requests.push((name, method, params, result));
     }
 
     fn request<R: Request + 'static>(&mut self)
@@ -146,6 +166,12 @@ impl Generator {
                 "export const {name}: NotificationMethod<\"{method}\"> = {{ method: \"{method}\" }};"
             );
         }
+        for (name, method, _, _) in &self.server_requests {
+            let _ = writeln!(
+                out,
+                "export const {name} = {{ method: \"{method}\" }} as const;"
+            );
+        }
         out.push_str("\n/** Every request (client → server): its params and result. */\nexport interface Requests {\n");
         for (_, method, params, result) in &self.requests {
             let _ = writeln!(
@@ -156,6 +182,15 @@ impl Generator {
         out.push_str("}\n\n/** Every notification (server → client): its params. */\nexport interface Notifications {\n");
         for (_, method, params) in &self.notifications {
             let _ = writeln!(out, "  \"{method}\": {params};");
+        }
+        out.push_str(
+            "}\n\n/** Every request the server sends the client: its params and result. */\nexport interface ServerRequests {\n",
+        );
+        for (_, method, params, result) in &self.server_requests {
+            let _ = writeln!(
+                out,
+                "  \"{method}\": {{ params: {params}; result: {result} }};"
+            );
         }
         out.push_str(
             "}\n\nexport type ParamsOf<M extends keyof Requests> = Requests[M][\"params\"];\n",
@@ -349,6 +384,7 @@ mod tests {
         let file = generator();
         let mut generated: Vec<&str> = file.requests.iter().map(|r| r.1).collect();
         generated.extend(file.notifications.iter().map(|n| n.1));
+        generated.extend(file.server_requests.iter().map(|r| r.1));
         generated.sort_unstable();
         let mut methods = proto::METHODS.to_vec();
         methods.sort_unstable();
@@ -411,11 +447,6 @@ mod tests {
                 path: "src/lib.rs".into(),
                 before: Some("a - b\n".into()),
                 after: Some("a + b\n".into()),
-            },
-            AgentEvent::EditProposed {
-                path: "src/new.rs".into(),
-                before: None,
-                after: Some("pub fn new() {}\n".into()),
             },
             AgentEvent::Compacted {
                 masked: 3,

@@ -19,7 +19,10 @@ export const AgentRun: RequestMethod<"wright/agentRun"> = { method: "wright/agen
 export const AgentCancel: RequestMethod<"wright/agentCancel"> = { method: "wright/agentCancel" };
 export const Sessions: RequestMethod<"wright/sessions"> = { method: "wright/sessions" };
 export const Undo: RequestMethod<"wright/undo"> = { method: "wright/undo" };
+export const EditsAccept: RequestMethod<"wright/editsAccept"> = { method: "wright/editsAccept" };
+export const EditsReject: RequestMethod<"wright/editsReject"> = { method: "wright/editsReject" };
 export const AgentEvent: NotificationMethod<"wright/agentEvent"> = { method: "wright/agentEvent" };
+export const RequestApproval = { method: "wright/requestApproval" } as const;
 
 /** Every request (client → server): its params and result. */
 export interface Requests {
@@ -30,11 +33,18 @@ export interface Requests {
   "wright/agentCancel": { params: SessionParams; result: AgentCancelResult };
   "wright/sessions": { params: null; result: SessionsResult };
   "wright/undo": { params: UndoParams; result: UndoResult };
+  "wright/editsAccept": { params: SessionParams; result: ReviewResult };
+  "wright/editsReject": { params: SessionParams; result: ReviewResult };
 }
 
 /** Every notification (server → client): its params. */
 export interface Notifications {
   "wright/agentEvent": AgentEventParams;
+}
+
+/** Every request the server sends the client: its params and result. */
+export interface ServerRequests {
+  "wright/requestApproval": { params: RequestApprovalParams; result: RequestApprovalResult };
 }
 
 export type ParamsOf<M extends keyof Requests> = Requests[M]["params"];
@@ -52,6 +62,7 @@ export const METHODS = [
   "wright/editsAccept",
   "wright/editsReject",
   "wright/agentEvent",
+  "wright/requestApproval",
 ] as const;
 
 /** `workspace/executeCommand` names, for clients without custom requests. */
@@ -63,16 +74,6 @@ export const Commands = {
 } as const;
 
 // The types of the params and results.
-
-export type DocumentStatus = {
-  uri: string,
-  version: number,
-  languageId: string,
-  /**
-   * The version at the last `didSave`, `null` if not saved since it was opened.
-   */
-  savedVersion: number | null,
-};
 
 export type SettingStatus = {
   key: string,
@@ -89,6 +90,16 @@ export type SettingStatus = {
 export type ServerInfo = {
   name: string,
   version: string,
+};
+
+export type DocumentStatus = {
+  uri: string,
+  version: number,
+  languageId: string,
+  /**
+   * The version at the last `didSave`, `null` if not saved since it was opened.
+   */
+  savedVersion: number | null,
 };
 
 export type StatusResult = {
@@ -273,14 +284,36 @@ export type UndoResult = {
   files: Array<string>,
 };
 
-export type PlanStepStatus = "pending" | "in_progress" | "done";
-
-export type PlanStep = {
-  title: string,
-  status: PlanStepStatus,
+export type ReviewResult = {
+  sessionId: string,
+  /**
+   * Workspace-relative paths of the files accepted (or rejected).
+   */
+  files: Array<string>,
 };
 
-export type FinalStatus = "done" | "cancelled" | "failed";
+export type RequestApprovalParams = {
+  sessionId: string,
+  /**
+   * `network`, `write`, `time`, `memory`, `processes` or `command`.
+   */
+  kind: string,
+  /**
+   * The command line, when a command asks.
+   */
+  command: string | null,
+  /**
+   * Why, in a sentence for the user.
+   */
+  reason: string,
+};
+
+export type RequestApprovalResult = {
+  /**
+   * `allow` (this once), `allowAlways` (for the rest of the session) or `deny`.
+   */
+  decision: string,
+};
 
 /**
  * Token counts: `input` is the whole prompt, of which `cachedInput` was read from the
@@ -292,6 +325,8 @@ export type Usage = {
   output: number,
   cacheWrite: number,
 };
+
+export type FinalStatus = "done" | "cancelled" | "failed";
 
 /**
  * How a session ended.
@@ -309,6 +344,13 @@ export type Outcome = {
   steps: number,
   filesChanged: Array<string>,
   usage: Usage,
+};
+
+export type PlanStepStatus = "pending" | "in_progress" | "done";
+
+export type PlanStep = {
+  title: string,
+  status: PlanStepStatus,
 };
 
 /**
