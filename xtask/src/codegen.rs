@@ -531,7 +531,7 @@ mod tests {
             assert_eq!(serde_json::to_value(&read).unwrap(), sent);
             kinds.insert(sent["kind"].as_str().unwrap().to_owned());
         }
-        assert_eq!(kinds.len(), 11, "one sample per kind: {kinds:?}");
+        assert_eq!(kinds.len(), 12, "one sample per kind: {kinds:?}");
     }
 
     /// `ts(optional_fields = nullable)` must sit exactly on the structs whose fields are
