@@ -12,6 +12,7 @@ pub mod languages;
 pub mod llm;
 pub mod lsp;
 pub mod retrieval;
+pub mod sandbox;
 pub mod search;
 pub mod workspace;
 

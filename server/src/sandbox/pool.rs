@@ -1,0 +1,164 @@
+//! The pool: a concurrency limit with a first-come queue in front of the backend, and the
+//! parts of a run that can be prepared ahead — helper processes already started and waiting
+//! for their specification, and empty snapshot layers — refilled in the background after each
+//! use, so a burst of commands or sessions finds them ready and start latency stays flat.
+//! Used snapshot layers are deleted in the background, never on a command's path.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Semaphore;
+
+use super::local::{fresh_snapshot_dir, remove_snapshot_dir};
+use super::{LocalBackend, Outcome, Prepared, Request, SandboxError, Snapshot};
+
+/// How much the pool prepares and allows.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Commands running at once; more wait in order.
+    pub concurrency: usize,
+    /// Helpers kept started, in their cgroups, idle.
+    pub warm_helpers: usize,
+    /// Empty snapshot layers kept ready.
+    pub spare_snapshots: usize,
+    /// Where snapshot layers live.
+    pub snapshot_base: PathBuf,
+}
+
+/// Schedules runs on a local backend.
+pub struct Pool {
+    backend: Arc<LocalBackend>,
+    permits: Arc<Semaphore>,
+    config: PoolConfig,
+    helpers: Mutex<Vec<Prepared>>,
+    snapshots: Mutex<Vec<PathBuf>>,
+}
+
+impl Pool {
+    /// Creates the pool and prepares its first helpers and layers (synchronously, so the
+    /// first commands already find them).
+    pub fn new(backend: LocalBackend, config: PoolConfig) -> Arc<Self> {
+        let pool = Arc::new(Self {
+            backend: Arc::new(backend),
+            permits: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            config,
+            helpers: Mutex::new(Vec::new()),
+            snapshots: Mutex::new(Vec::new()),
+        });
+        pool.refill();
+        pool
+    }
+
+    pub fn backend(&self) -> &LocalBackend {
+        &self.backend
+    }
+
+    /// Helpers idle right now.
+    pub fn idle_helpers(&self) -> usize {
+        self.helpers.lock().map_or(0, |h| h.len())
+    }
+
+    /// Runs one command when a slot is free (in arrival order).
+    pub async fn run(self: &Arc<Self>, request: Request) -> Result<Outcome, SandboxError> {
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| SandboxError::Protocol("the pool is closed".to_owned()))?;
+        let pool = Arc::clone(self);
+        let result = tokio::task::spawn_blocking(move || {
+            let prepared = match pool.take_helper() {
+                Some(prepared) => prepared,
+                None => pool.backend.prepare()?,
+            };
+            let outcome = pool.backend.run_prepared(prepared, &request);
+            drop(permit);
+            pool.refill();
+            outcome
+        })
+        .await
+        .map_err(|e| SandboxError::Protocol(format!("the run's task failed: {e}")))?;
+        result
+    }
+
+    /// A snapshot layer for a new session over `workspace`, from the prepared ones when any.
+    pub fn new_snapshot(self: &Arc<Self>, workspace: &Path) -> io::Result<Snapshot> {
+        let prepared = self.snapshots.lock().ok().and_then(|mut s| s.pop());
+        let dir = match prepared {
+            Some(dir) => dir,
+            None => {
+                let dir = fresh_snapshot_dir(&self.config.snapshot_base);
+                std::fs::create_dir_all(&dir)?;
+                dir
+            }
+        };
+        let pool = Arc::clone(self);
+        std::thread::spawn(move || pool.refill());
+        Snapshot::create(dir, &std::fs::canonicalize(workspace)?)
+    }
+
+    /// Gives a session's layer back: it is deleted in the background.
+    pub fn recycle(&self, snapshot: Snapshot) {
+        let dir = snapshot.dir().to_path_buf();
+        std::thread::spawn(move || {
+            if let Err(err) = remove_snapshot_dir(&dir) {
+                tracing::warn!("removing the snapshot {}: {err}", dir.display());
+            }
+        });
+    }
+
+    fn take_helper(&self) -> Option<Prepared> {
+        self.helpers.lock().ok()?.pop()
+    }
+
+    /// Tops up the idle helpers and spare layers.
+    fn refill(&self) {
+        loop {
+            let missing = self
+                .helpers
+                .lock()
+                .map_or(0, |h| self.config.warm_helpers.saturating_sub(h.len()));
+            if missing == 0 {
+                break;
+            }
+            match self.backend.prepare() {
+                Ok(helper) => {
+                    if let Ok(mut helpers) = self.helpers.lock() {
+                        helpers.push(helper);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!("starting a sandbox helper ahead: {err}");
+                    break;
+                }
+            }
+        }
+        loop {
+            let missing = self
+                .snapshots
+                .lock()
+                .map_or(0, |s| self.config.spare_snapshots.saturating_sub(s.len()));
+            if missing == 0 {
+                break;
+            }
+            let dir = fresh_snapshot_dir(&self.config.snapshot_base);
+            if let Err(err) = std::fs::create_dir_all(&dir) {
+                tracing::warn!("preparing a snapshot layer in {}: {err}", dir.display());
+                break;
+            }
+            if let Ok(mut snapshots) = self.snapshots.lock() {
+                snapshots.push(dir);
+            }
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Ok(dirs) = self.snapshots.get_mut() {
+            for dir in dirs.drain(..) {
+                let _ = remove_snapshot_dir(&dir);
+            }
+        }
+    }
+}
