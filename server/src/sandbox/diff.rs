@@ -117,14 +117,14 @@ fn edit_script(a: &[&str], b: &[&str]) -> Vec<Op> {
                 script.push(Op::Keep);
                 i += 1;
                 j += 1;
-            } else if j < mb.len()
-                && (i == ma.len() || lcs[i * width + j + 1] >= lcs[(i + 1) * width + j])
+            } else if i < ma.len()
+                && (j == mb.len() || lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])
             {
-                script.push(Op::Add);
-                j += 1;
-            } else {
                 script.push(Op::Remove);
                 i += 1;
+            } else {
+                script.push(Op::Add);
+                j += 1;
             }
         }
     }

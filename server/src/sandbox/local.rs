@@ -37,7 +37,8 @@ pub struct Prepared {
 /// A helper process started ahead of its command, waiting for its specification.
 pub struct Helper {
     child: Child,
-    stdin: ChildStdin,
+    /// The specification goes in here; closing it asks the helper to kill the command.
+    stdin: Option<ChildStdin>,
     stdout: ChildStdout,
     stderr: ChildStderr,
     status: std::fs::File,
@@ -105,7 +106,7 @@ impl LocalBackend {
         };
         Ok(Helper {
             child,
-            stdin,
+            stdin: Some(stdin),
             stdout,
             stderr,
             status: std::fs::File::from(read_end),
@@ -184,7 +185,12 @@ impl LocalBackend {
         };
         let mut line = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         line.push(b'\n');
-        helper.stdin.write_all(&line).map_err(SandboxError::Spawn)?;
+        helper
+            .stdin
+            .as_mut()
+            .ok_or_else(|| SandboxError::Protocol("the helper was already used".to_owned()))?
+            .write_all(&line)
+            .map_err(SandboxError::Spawn)?;
 
         let reading = read_all(&mut helper, request, started);
         let wait = helper.child.wait();
@@ -321,18 +327,15 @@ fn read_all(helper: &mut Helper, request: &Request, started: Instant) -> io::Res
     let mut status = Vec::new();
     let deadline = started + request.limits.timeout + GRACE;
     let mut open = [true; 3];
-    let mut stdin = Some(&mut helper.stdin);
-    let mut control_closed = false;
     let mut buf = vec![0u8; 64 * 1024];
     while open.iter().any(|o| *o) {
         let cancelled = request
             .cancel
             .as_ref()
             .is_some_and(|flag| flag.load(Ordering::Relaxed));
-        if cancelled && !control_closed {
+        if cancelled {
             // The helper reads end of file on its control channel and kills the tree.
-            stdin = None;
-            control_closed = true;
+            helper.stdin = None;
         }
         if Instant::now() > deadline {
             let _ = helper.child.kill();
@@ -381,7 +384,6 @@ fn read_all(helper: &mut Helper, request: &Request, started: Instant) -> io::Res
             }
         }
     }
-    drop(stdin);
     let reports = status
         .split(|b| *b == b'\n')
         .filter(|line| !line.is_empty())
