@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::local::{fresh_snapshot_dir, remove_snapshot_dir, snapshot_base};
 use super::{
-    Backend, Filesystem, Limits, LocalBackend, Outcome, Permissions, Request, Snapshot, escalation,
+    Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request, Snapshot,
+    escalation,
 };
 
 /// The flags of `wright sandbox run`.
@@ -60,7 +61,11 @@ pub fn run(
             .clone()
             .map_or(Filesystem::InPlace, Filesystem::Snapshot),
         permissions: Permissions {
-            network: options.allow_net,
+            network: if options.allow_net {
+                Network::Host
+            } else {
+                Network::Off
+            },
             extra_writable: Vec::new(),
         },
         limits: Limits {

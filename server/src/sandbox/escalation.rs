@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Exceeded, Outcome, Request};
+use super::{Exceeded, Network, Outcome, Request};
 
 /// What the sandbox refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,7 @@ impl Refusal {
 pub fn widen(request: &mut Request, widening: &Widening) {
     let limits = &mut request.limits;
     match widening {
-        Widening::AllowNetwork => request.permissions.network = true,
+        Widening::AllowNetwork => request.permissions.network = Network::Host,
         Widening::Writable(path) => {
             // The folder that holds the refused path, so the command can also create it.
             let dir = if path.is_dir() {
@@ -138,7 +138,8 @@ pub fn classify(request: &Request, outcome: &Outcome) -> Option<Refusal> {
     }
     let text = format!("{}\n{}", outcome.stderr.text(), outcome.stdout.text());
     for line in text.lines() {
-        if !request.permissions.network && NETWORK_SIGNS.iter().any(|sign| line.contains(sign)) {
+        let network_off = request.permissions.network != Network::Host;
+        if network_off && NETWORK_SIGNS.iter().any(|sign| line.contains(sign)) {
             return Some(refusal(Refused::Network, line));
         }
         if !PATH_SIGNS.iter().any(|sign| line.contains(sign)) {
@@ -148,7 +149,7 @@ pub fn classify(request: &Request, outcome: &Outcome) -> Option<Refusal> {
             return Some(refusal(Refused::Path(path), line));
         }
         let lower = line.to_ascii_lowercase();
-        if !request.permissions.network
+        if network_off
             && ["socket", "connect", "network", "bind"]
                 .iter()
                 .any(|w| lower.contains(w))
@@ -253,7 +254,7 @@ mod tests {
             Some(Widening::AllowNetwork)
         );
         let mut with_net = r.clone();
-        with_net.permissions.network = true;
+        with_net.permissions.network = Network::Host;
         assert_eq!(
             classify(&with_net, &o).map(|r| r.refused),
             Some(Refused::SystemCall)

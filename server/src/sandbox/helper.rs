@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::spec::{HelperSpec, Report, STATUS_FD};
-use super::{landlock_rules, seccomp};
+use super::{Network, landlock_rules, seccomp};
 
 /// A failed setup step: the stage names the step, for the error the runner reports.
 struct Failure {
@@ -140,7 +140,7 @@ fn run(spec: &HelperSpec) -> Step<i32> {
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS;
-    if !spec.network {
+    if spec.network != Network::Host {
         flags |= libc::CLONE_NEWNET;
     }
     // SAFETY: this process is single-threaded (main calls us before any thread starts).
@@ -541,10 +541,11 @@ fn make_dir(path: &Path, mode: u32) -> Step<()> {
     Ok(())
 }
 
-/// A fresh network namespace has its loopback down; bring it up so servers a command starts
-/// for itself (tests against localhost) work, while nothing outside is reachable.
+/// A fresh network namespace has its loopback down; with loopback permission, bring it up so
+/// servers a command starts for itself (tests against localhost) work, while nothing outside
+/// is reachable.
 fn network(spec: &HelperSpec) -> Step<()> {
-    if spec.network {
+    if spec.network != Network::Loopback {
         return Ok(());
     }
     // SAFETY: an ifreq is plain data; the ioctls read and write it.

@@ -12,6 +12,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
+use super::Network;
 use super::spec::HelperSpec;
 
 /// The newest ABI whose rights this ruleset asks for.
@@ -27,7 +28,7 @@ pub(crate) fn restrict(spec: &HelperSpec) -> Result<String, String> {
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(TARGET))
         .map_err(|e| e.to_string())?;
-    if !spec.network {
+    if spec.network == Network::Off {
         ruleset = ruleset
             .handle_access(AccessNet::from_all(TARGET))
             .map_err(|e| e.to_string())?;

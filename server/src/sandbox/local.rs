@@ -15,7 +15,8 @@ use super::capture::Captured;
 use super::cgroup::{RunGroup, Support};
 use super::spec::{HELPER_SUBCOMMAND, HelperSpec, Report, Rlimits, STATUS_FD};
 use super::{
-    Backend, Exceeded, Filesystem, Isolation, Limits, Outcome, Request, SandboxError, env, snapshot,
+    Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
+    snapshot,
 };
 
 /// How long past the wall time the runner waits for the helper before killing it itself.
@@ -262,12 +263,7 @@ impl LocalBackend {
             _ => Vec::new(),
         };
         let isolation = Isolation {
-            network: if request.permissions.network {
-                "host"
-            } else {
-                "none"
-            }
-            .to_owned(),
+            network: request.permissions.network.name().to_owned(),
             filesystem: match request.filesystem {
                 Filesystem::InPlace => "in-place",
                 Filesystem::Snapshot(_) => "overlay",
@@ -280,10 +276,10 @@ impl LocalBackend {
                 "rlimits".to_owned()
             },
             landlock,
-            seccomp: if request.permissions.network {
-                "dangerous calls refused".to_owned()
-            } else {
+            seccomp: if request.permissions.network == Network::Off {
                 "dangerous calls and non-Unix sockets refused".to_owned()
+            } else {
+                "dangerous calls refused".to_owned()
             },
         };
         Ok(Outcome {

@@ -51,11 +51,34 @@ pub enum Filesystem {
     Snapshot(SharedSnapshot),
 }
 
+/// What a command may reach over the network.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// A network namespace of its own and only Unix sockets: nothing to connect to.
+    #[default]
+    Off,
+    /// Its own network namespace, with IP sockets on its own loopback only (for test suites
+    /// that start local servers); the host is unreachable.
+    Loopback,
+    /// The host's network.
+    Host,
+}
+
+impl Network {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "none",
+            Self::Loopback => "loopback",
+            Self::Host => "host",
+        }
+    }
+}
+
 /// What a command may do beyond the defaults; widened only after the user approves.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Permissions {
-    /// Share the host's network.
-    pub network: bool,
+    pub network: Network,
     /// Trees outside the workspace the command may write.
     pub extra_writable: Vec<PathBuf>,
 }

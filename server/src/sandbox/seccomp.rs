@@ -1,5 +1,5 @@
 //! The seccomp filter every sandboxed command runs under: sockets other than Unix ones (unless
-//! the network is allowed), and the calls that reach past the sandbox's namespaces (tracing,
+//! loopback or the host's network is allowed), and the calls that reach past the sandbox's namespaces (tracing,
 //! mounting, kernel keyrings, BPF, module loading, rebooting…), fail with EPERM.
 //!
 //! The filter is a second wall: namespaces and landlock already confine what these calls could
@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::Network;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -65,22 +66,22 @@ const REFUSED: &[libc::c_long] = &[
 ];
 
 /// Socket families a command may open.
-fn allowed_families(network: bool) -> &'static [libc::c_int] {
-    if network {
-        &[
+fn allowed_families(network: Network) -> &'static [libc::c_int] {
+    match network {
+        Network::Off => &[libc::AF_UNIX],
+        Network::Loopback => &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6],
+        Network::Host => &[
             libc::AF_UNIX,
             libc::AF_INET,
             libc::AF_INET6,
             libc::AF_NETLINK,
-        ]
-    } else {
-        &[libc::AF_UNIX]
+        ],
     }
 }
 
 /// Compiles the filter for this machine's architecture. An architecture mismatch (a 32-bit
 /// call on a 64-bit kernel) kills the process: those calls bypass the numbers checked here.
-pub(crate) fn compile(network: bool) -> Result<Program, seccompiler::BackendError> {
+pub(crate) fn compile(network: Network) -> Result<Program, seccompiler::BackendError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         REFUSED.iter().map(|&call| (call, Vec::new())).collect();
@@ -116,8 +117,8 @@ mod tests {
 
     #[test]
     fn the_filter_compiles_with_and_without_network() {
-        let closed = compile(false).unwrap();
-        let open = compile(true).unwrap();
+        let closed = compile(Network::Off).unwrap();
+        let open = compile(Network::Host).unwrap();
         assert!(!closed.is_empty());
         // Allowing more families adds conditions to the socket rules.
         assert!(open.len() > closed.len());

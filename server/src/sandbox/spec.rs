@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::Network;
+
 /// The internal subcommand `wright` is re-executed with to become the helper.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
 
@@ -24,8 +26,7 @@ pub(crate) struct HelperSpec {
     pub cwd: PathBuf,
     /// Overlay directories when the workspace is seen through a snapshot.
     pub overlay: Option<OverlayDirs>,
-    /// Share the host's network namespace (otherwise a fresh one with only loopback).
-    pub network: bool,
+    pub network: Network,
     pub timeout_ms: u64,
     pub rlimits: Rlimits,
 }
