@@ -4,6 +4,7 @@ mod bench;
 mod bench_edit;
 mod bench_index;
 mod bench_retrieval;
+mod bench_sandbox;
 mod demo;
 mod fuzz;
 mod tidy;
@@ -22,6 +23,8 @@ tasks:
                    [--files N]; writes docs/benchmarks.md
   bench index      the symbol index and grep against universal-ctags and ripgrep, recall
                    against ctags [--corpus DIR]; writes docs/benchmarks.md
+  bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
+                   against bubblewrap [--runs N]; writes docs/benchmarks.md
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::local::{fresh_snapshot_dir, remove_snapshot_dir, snapshot_base};
+use super::local::{fresh_snapshot_dir, snapshot_base};
+use super::snapshot::remove_tree;
 use super::{
     Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request, Snapshot,
     escalation,
@@ -78,7 +79,7 @@ pub fn run(
     let result = backend.run(&request);
     if let Some(snapshot) = snapshot
         && let Ok(snapshot) = snapshot.lock()
-        && let Err(err) = remove_snapshot_dir(snapshot.dir())
+        && let Err(err) = remove_tree(snapshot.dir())
     {
         tracing::warn!("removing the snapshot {}: {err}", snapshot.dir().display());
     }

@@ -16,7 +16,6 @@ use super::cgroup::{RunGroup, Support};
 use super::spec::{HELPER_SUBCOMMAND, HelperSpec, Report, Rlimits, STATUS_FD};
 use super::{
     Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
-    snapshot,
 };
 
 /// How long past the wall time the runner waits for the helper before killing it itself.
@@ -33,6 +32,13 @@ pub struct LocalBackend {
 pub struct Prepared {
     helper: Helper,
     group: Option<RunGroup>,
+}
+
+impl Prepared {
+    /// The helper's process id.
+    pub fn pid(&self) -> u32 {
+        self.helper.child.id()
+    }
 }
 
 /// A helper process started ahead of its command, waiting for its specification.
@@ -402,11 +408,6 @@ pub(crate) fn fresh_snapshot_dir(base: &Path) -> PathBuf {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
-}
-
-/// Removes a snapshot folder (upper and work layers).
-pub(crate) fn remove_snapshot_dir(dir: &Path) -> io::Result<()> {
-    snapshot::remove_tree(dir)
 }
 
 impl Drop for Helper {

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 
-use super::local::{fresh_snapshot_dir, remove_snapshot_dir};
+use super::local::fresh_snapshot_dir;
+use super::snapshot::remove_tree;
 use super::{LocalBackend, Outcome, Prepared, Request, SandboxError, Snapshot};
 
 /// How much the pool prepares and allows.
@@ -101,7 +102,7 @@ impl Pool {
     pub fn recycle(&self, snapshot: Snapshot) {
         let dir = snapshot.dir().to_path_buf();
         std::thread::spawn(move || {
-            if let Err(err) = remove_snapshot_dir(&dir) {
+            if let Err(err) = remove_tree(&dir) {
                 tracing::warn!("removing the snapshot {}: {err}", dir.display());
             }
         });
@@ -157,7 +158,7 @@ impl Drop for Pool {
     fn drop(&mut self) {
         if let Ok(dirs) = self.snapshots.get_mut() {
             for dir in dirs.drain(..) {
-                let _ = remove_snapshot_dir(&dir);
+                let _ = remove_tree(&dir);
             }
         }
     }

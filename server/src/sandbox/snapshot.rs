@@ -183,9 +183,9 @@ impl Snapshot {
     }
 }
 
-/// overlayfs's work folder keeps a `work/` entry without search permission; make everything
-/// removable first.
-pub(crate) fn remove_tree(dir: &Path) -> io::Result<()> {
+/// Removes a folder tree that may hold snapshot layers: overlayfs's work folder keeps a
+/// `work/` entry without search permission, so everything is made removable first.
+pub fn remove_tree(dir: &Path) -> io::Result<()> {
     match std::fs::remove_dir_all(dir) {
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
             chmod_dirs(dir);
