@@ -672,6 +672,46 @@ fn buffers_written_into_the_snapshot_are_what_commands_see_and_changes_come_back
 }
 
 #[test]
+fn without_overlays_snapshots_are_reflink_copies_or_refused_with_the_reason() {
+    if !available("reflink", ISOLATION) {
+        return;
+    }
+    let fx = Fixture::new("reflink");
+    fx.write("a.txt", "on disk\n");
+    let mut backend = backend();
+    backend.prefer_copies();
+    let snapshot = match backend.snapshot(fx.dir.path().join("layer"), &fx.ws()) {
+        Ok(snapshot) => snapshot,
+        Err(err) => {
+            // This file system cannot share extents (ext4, tmpfs): the refusal says why both
+            // ways failed, and nothing is left behind.
+            let message = err.to_string();
+            assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{message}");
+            assert!(message.contains("overlayfs: copies were asked for"), "{message}");
+            assert!(message.contains("reflink"), "{message}");
+            assert!(!fx.dir.path().join("layer").exists());
+            eprintln!("note: reflink copies are unsupported here: {message}");
+            return;
+        }
+    };
+    assert_eq!(snapshot.kind().name(), "reflink-copy");
+    let shared = Arc::new(Mutex::new(snapshot));
+    let outcome = backend
+        .run(&Request {
+            argv: vec!["sh".into(), "-c".into(), "cat a.txt; echo changed > a.txt".into()],
+            workspace: fx.ws(),
+            filesystem: Filesystem::Snapshot(Arc::clone(&shared)),
+            ..Request::default()
+        })
+        .unwrap();
+    assert_eq!(outcome.stdout.text(), "on disk\n");
+    assert_eq!(outcome.isolation.filesystem, "reflink-copy");
+    assert_eq!(outcome.changes.len(), 1);
+    assert!(outcome.changes[0].diff.as_deref().unwrap().contains("+changed"));
+    assert_eq!(std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(), "on disk\n");
+}
+
+#[test]
 fn a_cancelled_run_ends_at_once_with_its_tree() {
     if !available("cancel", ISOLATION) {
         return;

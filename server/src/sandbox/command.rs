@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 use super::local::{fresh_snapshot_dir, snapshot_base};
 use super::snapshot::remove_tree;
 use super::{
-    Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request, Snapshot,
-    escalation,
+    Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request, escalation,
 };
 
 /// The flags of `wright sandbox run`.
@@ -48,9 +47,13 @@ pub fn run(
         Err(err) => return refuse(format!("locating the wright binary: {err}")),
     };
     let snapshot = if options.snapshot {
-        match Snapshot::create(fresh_snapshot_dir(&snapshot_base(env)), root) {
+        match backend.snapshot(fresh_snapshot_dir(&snapshot_base(env)), root) {
             Ok(snapshot) => Some(Arc::new(Mutex::new(snapshot))),
-            Err(err) => return refuse(format!("creating the snapshot: {err}")),
+            Err(err) => {
+                return refuse(format!(
+                    "{err} (without --snapshot the command writes the workspace in place)"
+                ));
+            }
         }
     } else {
         None

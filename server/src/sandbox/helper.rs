@@ -24,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::spec::{HelperSpec, Report, STATUS_FD};
+use super::spec::{HelperSpec, Layer, Report, STATUS_FD};
 use super::{Network, landlock_rules, seccomp};
 
 /// A failed setup step: the stage names the step, for the error the runner reports.
@@ -433,27 +433,32 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
     )?;
     // The snapshot is mounted over the workspace's own path, so paths inside are the paths
     // outside. The upper directory must still be writable here, before the read-only pass.
-    if let Some(overlay) = &spec.overlay {
-        let options = format!(
-            "lowerdir={},upperdir={},workdir={},userxattr",
-            overlay_path(&spec.workspace),
-            overlay_path(&overlay.upper),
-            overlay_path(&overlay.work)
-        );
-        mount(
-            "mounting the overlay snapshot",
-            c"overlay",
-            &spec.workspace,
-            c"overlay",
-            0,
-            &options,
-        )?;
+    let mut workspace_tree = spec.workspace.clone();
+    match &spec.layer {
+        Some(Layer::Overlay { upper, work }) => {
+            let options = format!(
+                "lowerdir={},upperdir={},workdir={},userxattr",
+                overlay_path(&spec.workspace),
+                overlay_path(upper),
+                overlay_path(work)
+            );
+            mount(
+                "mounting the overlay snapshot",
+                c"overlay",
+                &spec.workspace,
+                c"overlay",
+                0,
+                &options,
+            )?;
+        }
+        Some(Layer::Copy { tree }) => workspace_tree = tree.clone(),
+        None => {}
     }
     // Detached copies of the writable trees and of the device nodes, taken before anything
     // covers them (a workspace under /tmp is hidden by the private /tmp until re-attached).
     let mut writable = vec![(
         spec.workspace.clone(),
-        clone_tree("cloning the workspace", &spec.workspace)?,
+        clone_tree("cloning the workspace", &workspace_tree)?,
     )];
     for path in &spec.extra_writable {
         writable.push((path.clone(), clone_tree("cloning a writable path", path)?));

@@ -8,6 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,7 @@ use super::spec::{HELPER_SUBCOMMAND, HelperSpec, Report, Rlimits, STATUS_FD};
 use super::{
     Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
 };
+use super::{Snapshot, probe};
 
 /// How long past the wall time the runner waits for the helper before killing it itself.
 const GRACE: Duration = Duration::from_secs(10);
@@ -26,6 +28,8 @@ pub struct LocalBackend {
     helper: PathBuf,
     cgroups: Support,
     host_env: Vec<(String, String)>,
+    /// Whether snapshots can be overlays here (probed at the first snapshot), or why not.
+    overlay: OnceLock<Result<(), String>>,
 }
 
 /// A helper started ahead, in its cgroup, waiting for its specification.
@@ -64,6 +68,39 @@ impl LocalBackend {
             helper,
             cgroups: Support::detect(),
             host_env: std::env::vars().collect(),
+            overlay: OnceLock::new(),
+        }
+    }
+
+    /// Makes snapshots reflink copies instead of overlays (for workspaces an overlay cannot
+    /// serve, such as files owned by another user, which overlayfs in a user namespace cannot
+    /// copy up).
+    pub fn prefer_copies(&mut self) {
+        self.overlay = OnceLock::from(Err("copies were asked for".to_owned()));
+    }
+
+    /// A snapshot of `workspace` in the new folder `dir`: an overlay where this machine can
+    /// mount one in a user namespace, else a reflink copy, else an error saying why neither
+    /// is possible (the caller may then run in place, with the user's consent).
+    pub fn snapshot(&self, dir: PathBuf, workspace: &Path) -> io::Result<Snapshot> {
+        let workspace = std::fs::canonicalize(workspace)?;
+        let scratch = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let overlay = self.overlay.get_or_init(|| {
+            let probe = probe::overlay_in_user_namespace(&scratch);
+            if probe.available {
+                Ok(())
+            } else {
+                Err(probe.detail)
+            }
+        });
+        match overlay {
+            Ok(()) => Snapshot::create(dir, &workspace),
+            Err(why) => Snapshot::create_copy(dir, &workspace).map_err(|err| {
+                io::Error::new(
+                    err.kind(),
+                    format!("no snapshot is possible: overlayfs: {why}; reflink copy: {err}"),
+                )
+            }),
         }
     }
 
@@ -180,7 +217,7 @@ impl LocalBackend {
             workspace: workspace.clone(),
             extra_writable: request.permissions.extra_writable.clone(),
             cwd,
-            overlay: snapshot_guard.as_ref().map(|s| s.dirs()),
+            layer: snapshot_guard.as_ref().map(|s| s.layer()),
             network: request.permissions.network,
             timeout_ms: limits.timeout.as_millis() as u64,
             rlimits: Rlimits {
@@ -270,11 +307,10 @@ impl LocalBackend {
         };
         let isolation = Isolation {
             network: request.permissions.network.name().to_owned(),
-            filesystem: match request.filesystem {
-                Filesystem::InPlace => "in-place",
-                Filesystem::Snapshot(_) => "overlay",
-            }
-            .to_owned(),
+            filesystem: snapshot_guard
+                .as_ref()
+                .map_or("in-place", |s| s.kind().name())
+                .to_owned(),
             pid: "namespace".to_owned(),
             limits_enforced_by: if cgroup_used {
                 format!("{} + rlimits", self.cgroups.describe())

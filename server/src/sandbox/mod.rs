@@ -35,7 +35,7 @@ pub use env::looks_secret;
 pub use helper::main as helper_main;
 pub use local::{Helper, LocalBackend, Prepared};
 pub use pool::Pool;
-pub use snapshot::{Change, ChangeKind, Scan, Snapshot, remove_tree};
+pub use snapshot::{Change, ChangeKind, Scan, Snapshot, SnapshotKind, remove_tree};
 pub use spec::HELPER_SUBCOMMAND;
 
 /// A session's snapshot, shared by the runs that use it one at a time.

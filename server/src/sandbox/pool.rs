@@ -95,7 +95,7 @@ impl Pool {
         };
         let pool = Arc::clone(self);
         std::thread::spawn(move || pool.refill());
-        Snapshot::create(dir, &std::fs::canonicalize(workspace)?)
+        self.backend.snapshot(dir, workspace)
     }
 
     /// Gives a session's layer back: it is deleted in the background.

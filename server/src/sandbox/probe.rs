@@ -129,7 +129,8 @@ fn user_namespaces() -> Primitive {
     }
 }
 
-fn overlay_in_user_namespace(scratch: &Path) -> Primitive {
+/// Mounts a throw-away overlay in a throw-away user namespace, with its layers in `scratch`.
+pub(crate) fn overlay_in_user_namespace(scratch: &Path) -> Primitive {
     let unavailable = |detail: String| Primitive {
         name: "overlayfs",
         available: false,
@@ -201,7 +202,7 @@ fn overlay_in_user_namespace(scratch: &Path) -> Primitive {
         },
         Ok(code) => unavailable(format!(
             "mounting an overlay in a user namespace failed: {} (snapshots fall back to \
-             running in place)",
+             reflink copies where the file system supports them)",
             describe_errno(code)
         )),
         Err(err) => unavailable(format!("could not fork a probe: {err}")),

@@ -24,17 +24,20 @@ pub(crate) struct HelperSpec {
     /// Further trees the command may write (granted by escalation), besides /tmp.
     pub extra_writable: Vec<PathBuf>,
     pub cwd: PathBuf,
-    /// Overlay directories when the workspace is seen through a snapshot.
-    pub overlay: Option<OverlayDirs>,
+    /// The snapshot layer the workspace is seen through; `None` runs in place.
+    pub layer: Option<Layer>,
     pub network: Network,
     pub timeout_ms: u64,
     pub rlimits: Rlimits,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct OverlayDirs {
-    pub upper: PathBuf,
-    pub work: PathBuf,
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Layer {
+    /// An overlay: the workspace is the lower layer, writes go to `upper`.
+    Overlay { upper: PathBuf, work: PathBuf },
+    /// A reflink copy of the workspace, mounted in its place.
+    Copy { tree: PathBuf },
 }
 
 /// Per-process limits set with setrlimit just before exec.
