@@ -562,6 +562,32 @@ fn an_output_flood_is_capped_keeping_head_and_tail() {
 }
 
 #[test]
+fn pipelines_and_working_folders_behave_as_in_a_shell() {
+    if !available("pipelines", ISOLATION) {
+        return;
+    }
+    let fx = Fixture::new("pipes");
+    fx.write("sub/here.txt", "x\n");
+    // `yes` must die of SIGPIPE quietly, not complain about a broken pipe.
+    let json = fx.sh("yes | head -n 2");
+    assert_eq!(text(&json["stdout"]), "y\ny\n");
+    assert_eq!(text(&json["stderr"]), "", "{json}");
+    let backend = backend();
+    let request = |cwd: &str| Request {
+        argv: vec!["ls".into()],
+        workspace: fx.ws(),
+        cwd: Some(cwd.into()),
+        ..Request::default()
+    };
+    assert_eq!(
+        backend.run(&request("sub")).unwrap().stdout.text(),
+        "here.txt\n"
+    );
+    assert!(backend.run(&request("../..")).is_err());
+    assert!(backend.run(&request("/etc")).is_err());
+}
+
+#[test]
 fn snapshot_mode_leaves_the_workspace_untouched_and_lists_the_changes() {
     if !available("snapshot", &["user namespaces", "overlayfs"]) {
         return;
@@ -687,7 +713,10 @@ fn without_overlays_snapshots_are_reflink_copies_or_refused_with_the_reason() {
             // ways failed, and nothing is left behind.
             let message = err.to_string();
             assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{message}");
-            assert!(message.contains("overlayfs: copies were asked for"), "{message}");
+            assert!(
+                message.contains("overlayfs: copies were asked for"),
+                "{message}"
+            );
             assert!(message.contains("reflink"), "{message}");
             assert!(!fx.dir.path().join("layer").exists());
             eprintln!("note: reflink copies are unsupported here: {message}");
@@ -698,7 +727,11 @@ fn without_overlays_snapshots_are_reflink_copies_or_refused_with_the_reason() {
     let shared = Arc::new(Mutex::new(snapshot));
     let outcome = backend
         .run(&Request {
-            argv: vec!["sh".into(), "-c".into(), "cat a.txt; echo changed > a.txt".into()],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "cat a.txt; echo changed > a.txt".into(),
+            ],
             workspace: fx.ws(),
             filesystem: Filesystem::Snapshot(Arc::clone(&shared)),
             ..Request::default()
@@ -707,8 +740,17 @@ fn without_overlays_snapshots_are_reflink_copies_or_refused_with_the_reason() {
     assert_eq!(outcome.stdout.text(), "on disk\n");
     assert_eq!(outcome.isolation.filesystem, "reflink-copy");
     assert_eq!(outcome.changes.len(), 1);
-    assert!(outcome.changes[0].diff.as_deref().unwrap().contains("+changed"));
-    assert_eq!(std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(), "on disk\n");
+    assert!(
+        outcome.changes[0]
+            .diff
+            .as_deref()
+            .unwrap()
+            .contains("+changed")
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(),
+        "on disk\n"
+    );
 }
 
 #[test]

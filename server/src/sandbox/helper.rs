@@ -597,6 +597,15 @@ fn exec_command(spec: &HelperSpec, filter: &seccomp::Program) -> ! {
             libc::_exit(code)
         }
     };
+    // Rust ignores SIGPIPE in its own programs and an ignored signal stays ignored across exec:
+    // restore the default (and an empty signal mask) so `yes | head` ends as in a shell.
+    // SAFETY: resetting dispositions and the mask of this single-threaded process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
     if let Err(error) = std::env::set_current_dir(&spec.cwd) {
         die(&format!("cd {}", spec.cwd.display()), error, 126);
     }

@@ -190,7 +190,20 @@ impl LocalBackend {
         }
         let started = Instant::now();
         let workspace = std::fs::canonicalize(&request.workspace).map_err(SandboxError::Prepare)?;
-        let cwd = workspace.join(request.cwd.as_deref().unwrap_or(Path::new("")));
+        let relative_cwd = request.cwd.as_deref().unwrap_or(Path::new(""));
+        if !relative_cwd
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(SandboxError::Prepare(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the working folder {} is not inside the workspace",
+                    relative_cwd.display()
+                ),
+            )));
+        }
+        let cwd = workspace.join(relative_cwd);
         let snapshot_guard = match &request.filesystem {
             Filesystem::InPlace => None,
             Filesystem::Snapshot(shared) => Some(
