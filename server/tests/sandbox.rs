@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wright::sandbox::{
-    Backend, ChangeKind, Filesystem, LocalBackend, Network, Permissions, Pool, Request, Snapshot,
-    pool::PoolConfig,
+    Backend, ChangeKind, Filesystem, LocalBackend, Network, Permissions, Pool, Request,
+    SandboxError, Snapshot, pool::PoolConfig,
 };
 use wright_tests::TempDir;
 
@@ -704,25 +704,51 @@ fn without_overlays_snapshots_are_reflink_copies_or_refused_with_the_reason() {
     }
     let fx = Fixture::new("reflink");
     fx.write("a.txt", "on disk\n");
-    let mut backend = backend();
-    backend.prefer_copies();
-    let snapshot = match backend.snapshot(fx.dir.path().join("layer"), &fx.ws()) {
-        Ok(snapshot) => snapshot,
-        Err(err) => {
-            // This file system cannot share extents (ext4, tmpfs): the refusal says why both
-            // ways failed, and nothing is left behind.
-            let message = err.to_string();
-            assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{message}");
-            assert!(
-                message.contains("overlayfs: copies were asked for"),
-                "{message}"
-            );
-            assert!(message.contains("reflink"), "{message}");
-            assert!(!fx.dir.path().join("layer").exists());
-            eprintln!("note: reflink copies are unsupported here: {message}");
-            return;
+    let backend = backend();
+    // An overlay that cannot mount (its work folder replaced by a file) is reported as such,
+    // and the backend's next snapshot is a copy.
+    let bad_dir = fx.dir.path().join("bad-layer");
+    let bad = Snapshot::create(bad_dir.clone(), &fx.ws()).unwrap();
+    std::fs::remove_dir(bad_dir.join("work")).unwrap();
+    std::fs::write(bad_dir.join("work"), "not a folder").unwrap();
+    let failed = backend.run(&Request {
+        argv: vec!["true".into()],
+        workspace: fx.ws(),
+        filesystem: Filesystem::Snapshot(Arc::new(Mutex::new(bad))),
+        ..Request::default()
+    });
+    assert!(
+        matches!(failed, Err(SandboxError::OverlayUnavailable(_))),
+        "{failed:?}"
+    );
+    let mut copies = self::backend();
+    copies.prefer_copies();
+    for (backend, why) in [
+        (&backend, "Invalid argument"),
+        (&copies, "copies were asked for"),
+    ] {
+        let layer = fx.dir.path().join("layer");
+        match backend.snapshot(layer.clone(), &fx.ws()) {
+            Ok(snapshot) => {
+                assert_eq!(snapshot.kind().name(), "reflink-copy");
+                snapshot.discard().unwrap();
+            }
+            Err(err) => {
+                // This file system cannot share extents (ext4, tmpfs): the refusal says why
+                // both ways failed, and nothing is left behind.
+                let message = err.to_string();
+                assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{message}");
+                assert!(message.contains(why), "{message}");
+                assert!(message.contains("reflink"), "{message}");
+                assert!(!layer.exists());
+                eprintln!("note: reflink copies are unsupported here: {message}");
+                return;
+            }
         }
-    };
+    }
+    let snapshot = backend
+        .snapshot(fx.dir.path().join("layer"), &fx.ws())
+        .unwrap();
     assert_eq!(snapshot.kind().name(), "reflink-copy");
     let shared = Arc::new(Mutex::new(snapshot));
     let outcome = backend

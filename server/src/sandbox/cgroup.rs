@@ -103,50 +103,32 @@ impl Support {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let group = match self {
-            Self::Unavailable { .. } => return Ok(None),
-            Self::V2 { parent } => {
-                let dir = parent.join(&name);
-                std::fs::create_dir(&dir)?;
-                std::fs::write(dir.join("memory.max"), memory_bytes.to_string())?;
-                // No swap: a memory limit that spills into swap is no limit.
-                let _ = std::fs::write(dir.join("memory.swap.max"), "0");
-                std::fs::write(dir.join("pids.max"), processes.to_string())?;
-                RunGroup {
-                    dirs: vec![dir.clone()],
-                    memory: Some(dir.clone()),
-                    pids: Some(dir),
-                    v2: true,
-                }
-            }
-            Self::V1 { memory, pids } => {
-                let mut run = RunGroup {
-                    dirs: Vec::new(),
-                    memory: None,
-                    pids: None,
-                    v2: false,
-                };
-                if let Some(parent) = memory {
-                    let dir = parent.join(&name);
-                    std::fs::create_dir(&dir)?;
-                    run.dirs.push(dir.clone());
-                    std::fs::write(dir.join("memory.limit_in_bytes"), memory_bytes.to_string())?;
-                    let _ = std::fs::write(
-                        dir.join("memory.memsw.limit_in_bytes"),
-                        memory_bytes.to_string(),
-                    );
-                    run.memory = Some(dir);
-                }
-                if let Some(parent) = pids {
-                    let dir = parent.join(&name);
-                    std::fs::create_dir(&dir)?;
-                    run.dirs.push(dir.clone());
-                    std::fs::write(dir.join("pids.max"), processes.to_string())?;
-                    run.pids = Some(dir);
-                }
-                run
-            }
+        let mut group = RunGroup {
+            dirs: Vec::new(),
+            memory: None,
+            pids: None,
+            v2: matches!(self, Self::V2 { .. }),
+            limits: None,
         };
+        let (memory, pids) = match self {
+            Self::Unavailable { .. } => return Ok(None),
+            Self::V2 { parent } => (Some(parent), Some(parent)),
+            Self::V1 { memory, pids } => (memory.as_ref(), pids.as_ref()),
+        };
+        for parent in [memory, pids].into_iter().flatten() {
+            let dir = parent.join(&name);
+            if !group.dirs.contains(&dir) {
+                std::fs::create_dir(&dir)?;
+                group.dirs.push(dir);
+            }
+        }
+        group.memory = memory.map(|parent| parent.join(&name));
+        group.pids = pids.map(|parent| parent.join(&name));
+        if group.v2 {
+            // No swap: a memory limit that spills into swap is no limit.
+            let _ = std::fs::write(group.dirs[0].join("memory.swap.max"), "0");
+        }
+        group.set_limits(memory_bytes, processes)?;
         Ok(Some(group))
     }
 }
@@ -158,6 +140,8 @@ pub struct RunGroup {
     memory: Option<PathBuf>,
     pids: Option<PathBuf>,
     v2: bool,
+    /// The (memory, processes) limits last written.
+    limits: Option<(u64, u64)>,
 }
 
 impl RunGroup {
@@ -169,8 +153,11 @@ impl RunGroup {
         Ok(())
     }
 
-    /// Sets the limits (again): cheap, unlike moving a process.
-    pub fn set_limits(&self, memory_bytes: u64, processes: u64) -> io::Result<()> {
+    /// Sets the limits (again, when they changed): cheap, unlike moving a process.
+    pub fn set_limits(&mut self, memory_bytes: u64, processes: u64) -> io::Result<()> {
+        if self.limits == Some((memory_bytes, processes)) {
+            return Ok(());
+        }
         if let Some(dir) = &self.memory {
             if self.v2 {
                 std::fs::write(dir.join("memory.max"), memory_bytes.to_string())?;
@@ -185,6 +172,7 @@ impl RunGroup {
         if let Some(dir) = &self.pids {
             std::fs::write(dir.join("pids.max"), processes.to_string())?;
         }
+        self.limits = Some((memory_bytes, processes));
         Ok(())
     }
 
@@ -228,12 +216,17 @@ impl Drop for RunGroup {
     }
 }
 
+/// Whether runs' groups can be made under `parent` (made on first use). Checked with
+/// `access`, not by making a group: cgroup folders are slow to create and remove.
 fn usable(parent: &Path) -> bool {
-    if parent.is_dir() {
-        let probe = parent.join(format!("probe-{}", std::process::id()));
-        return std::fs::create_dir(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok();
+    if !parent.is_dir() {
+        return std::fs::create_dir(parent).is_ok();
     }
-    std::fs::create_dir(parent).is_ok()
+    let Ok(path) = std::ffi::CString::new(parent.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid path; AT_EACCESS checks with the effective ids, as mkdir will.
+    unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }
 
 /// `(mount point, controllers)` of every cgroup mount; v2's controllers are empty.

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use super::local::{fresh_snapshot_dir, snapshot_base};
 use super::snapshot::remove_tree;
 use super::{
-    Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request, escalation,
+    Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request,
+    SandboxError, escalation,
 };
 
 /// The flags of `wright sandbox run`.
@@ -46,24 +47,9 @@ pub fn run(
         Ok(backend) => backend,
         Err(err) => return refuse(format!("locating the wright binary: {err}")),
     };
-    let snapshot = if options.snapshot {
-        match backend.snapshot(fresh_snapshot_dir(&snapshot_base(env)), root) {
-            Ok(snapshot) => Some(Arc::new(Mutex::new(snapshot))),
-            Err(err) => {
-                return refuse(format!(
-                    "{err} (without --snapshot the command writes the workspace in place)"
-                ));
-            }
-        }
-    } else {
-        None
-    };
-    let request = Request {
+    let mut request = Request {
         argv,
         workspace: root.to_path_buf(),
-        filesystem: snapshot
-            .clone()
-            .map_or(Filesystem::InPlace, Filesystem::Snapshot),
         permissions: Permissions {
             network: if options.allow_net {
                 Network::Host
@@ -79,19 +65,43 @@ pub fn run(
         },
         ..Request::default()
     };
-    let result = backend.run(&request);
-    if let Some(snapshot) = snapshot
-        && let Ok(snapshot) = snapshot.lock()
-        && let Err(err) = remove_tree(snapshot.dir())
-    {
-        tracing::warn!("removing the snapshot {}: {err}", snapshot.dir().display());
-    }
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            return refuse(format!(
-                "{err} (`wright doctor` shows which isolation primitives this machine has)"
-            ));
+    // A snapshot is tried as an overlay first; if this machine cannot mount one, once more
+    // as whatever `LocalBackend::snapshot` falls back to.
+    let mut attempts = if options.snapshot { 2 } else { 1 };
+    let outcome = loop {
+        attempts -= 1;
+        let snapshot = if options.snapshot {
+            match backend.snapshot(fresh_snapshot_dir(&snapshot_base(env)), root) {
+                Ok(snapshot) => Some(Arc::new(Mutex::new(snapshot))),
+                Err(err) => {
+                    return refuse(format!(
+                        "{err} (without --snapshot the command writes the workspace in place)"
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        request.filesystem = snapshot
+            .clone()
+            .map_or(Filesystem::InPlace, Filesystem::Snapshot);
+        let result = backend.run(&request);
+        if let Some(snapshot) = snapshot
+            && let Ok(snapshot) = snapshot.lock()
+            && let Err(err) = remove_tree(snapshot.dir())
+        {
+            tracing::warn!("removing the snapshot {}: {err}", snapshot.dir().display());
+        }
+        match result {
+            Ok(outcome) => break outcome,
+            Err(SandboxError::OverlayUnavailable(why)) if attempts > 0 => {
+                tracing::warn!("overlayfs is unavailable ({why}); trying a reflink copy");
+            }
+            Err(err) => {
+                return refuse(format!(
+                    "{err} (`wright doctor` shows which isolation primitives this machine has)"
+                ));
+            }
         }
     };
     let code = outcome.exit_code.clamp(0, 255) as u8;

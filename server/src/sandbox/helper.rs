@@ -24,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::spec::{HelperSpec, Layer, Report, STATUS_FD};
+use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, Report, STATUS_FD};
 use super::{Network, landlock_rules, seccomp};
 
 /// A failed setup step: the stage names the step, for the error the runner reports.
@@ -443,7 +443,7 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
                 overlay_path(work)
             );
             mount(
-                "mounting the overlay snapshot",
+                OVERLAY_STAGE,
                 c"overlay",
                 &spec.workspace,
                 c"overlay",

@@ -8,17 +8,17 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Stdio};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::Snapshot;
 use super::capture::Captured;
 use super::cgroup::{RunGroup, Support};
-use super::spec::{HELPER_SUBCOMMAND, HelperSpec, Report, Rlimits, STATUS_FD};
+use super::spec::{HELPER_SUBCOMMAND, HelperSpec, OVERLAY_STAGE, Report, Rlimits, STATUS_FD};
 use super::{
     Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
 };
-use super::{Snapshot, probe};
 
 /// How long past the wall time the runner waits for the helper before killing it itself.
 const GRACE: Duration = Duration::from_secs(10);
@@ -28,8 +28,8 @@ pub struct LocalBackend {
     helper: PathBuf,
     cgroups: Support,
     host_env: Vec<(String, String)>,
-    /// Whether snapshots can be overlays here (probed at the first snapshot), or why not.
-    overlay: OnceLock<Result<(), String>>,
+    /// Why snapshots cannot be overlays here, once a mount failed (or copies were asked for).
+    overlay_unavailable: Mutex<Option<String>>,
 }
 
 /// A helper started ahead, in its cgroup, waiting for its specification.
@@ -68,7 +68,7 @@ impl LocalBackend {
             helper,
             cgroups: Support::detect(),
             host_env: std::env::vars().collect(),
-            overlay: OnceLock::new(),
+            overlay_unavailable: Mutex::new(None),
         }
     }
 
@@ -76,26 +76,23 @@ impl LocalBackend {
     /// serve, such as files owned by another user, which overlayfs in a user namespace cannot
     /// copy up).
     pub fn prefer_copies(&mut self) {
-        self.overlay = OnceLock::from(Err("copies were asked for".to_owned()));
+        self.overlay_unavailable = Mutex::new(Some("copies were asked for".to_owned()));
     }
 
-    /// A snapshot of `workspace` in the new folder `dir`: an overlay where this machine can
-    /// mount one in a user namespace, else a reflink copy, else an error saying why neither
-    /// is possible (the caller may then run in place, with the user's consent).
+    /// A snapshot of `workspace` in the new folder `dir`: an overlay unless one already failed
+    /// to mount here (not probed ahead: trying costs nothing, probing a fork and a mount), else
+    /// a reflink copy, else an error saying why neither is possible (the caller may then run
+    /// in place, with the user's consent). A run whose overlay fails to mount returns
+    /// [`SandboxError::OverlayUnavailable`]; the next snapshot is then a copy.
     pub fn snapshot(&self, dir: PathBuf, workspace: &Path) -> io::Result<Snapshot> {
         let workspace = std::fs::canonicalize(workspace)?;
-        let scratch = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let overlay = self.overlay.get_or_init(|| {
-            let probe = probe::overlay_in_user_namespace(&scratch);
-            if probe.available {
-                Ok(())
-            } else {
-                Err(probe.detail)
-            }
-        });
-        match overlay {
-            Ok(()) => Snapshot::create(dir, &workspace),
-            Err(why) => Snapshot::create_copy(dir, &workspace).map_err(|err| {
+        let unavailable = self
+            .overlay_unavailable
+            .lock()
+            .map_or_else(|_| Some("a poisoned lock".to_owned()), |why| why.clone());
+        match unavailable {
+            None => Snapshot::create(dir, &workspace),
+            Some(why) => Snapshot::create_copy(dir, &workspace).map_err(|err| {
                 io::Error::new(
                     err.kind(),
                     format!("no snapshot is possible: overlayfs: {why}; reflink copy: {err}"),
@@ -182,8 +179,11 @@ impl LocalBackend {
         prepared: Prepared,
         request: &Request,
     ) -> Result<Outcome, SandboxError> {
-        let Prepared { mut helper, group } = prepared;
-        if let Some(group) = &group {
+        let Prepared {
+            mut helper,
+            mut group,
+        } = prepared;
+        if let Some(group) = &mut group {
             group
                 .set_limits(request.limits.memory_bytes, request.limits.processes)
                 .map_err(SandboxError::Prepare)?;
@@ -262,6 +262,12 @@ impl LocalBackend {
             match report {
                 Report::SetupFailed { stage, error } => {
                     drop(group);
+                    if stage == OVERLAY_STAGE {
+                        if let Ok(mut why) = self.overlay_unavailable.lock() {
+                            *why = Some(error.clone());
+                        }
+                        return Err(SandboxError::OverlayUnavailable(error));
+                    }
                     return Err(SandboxError::Setup { stage, error });
                 }
                 Report::Landlock { status } => landlock = status,

@@ -208,6 +208,8 @@ pub enum SandboxError {
     Prepare(std::io::Error),
     #[error("the sandbox could not be set up ({stage}): {error}")]
     Setup { stage: String, error: String },
+    #[error("overlayfs cannot be mounted here ({0}); the next snapshot will be a reflink copy")]
+    OverlayUnavailable(String),
     #[error("the sandbox helper broke its protocol: {0}")]
     Protocol(String),
 }

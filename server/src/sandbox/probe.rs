@@ -130,7 +130,7 @@ fn user_namespaces() -> Primitive {
 }
 
 /// Mounts a throw-away overlay in a throw-away user namespace, with its layers in `scratch`.
-pub(crate) fn overlay_in_user_namespace(scratch: &Path) -> Primitive {
+fn overlay_in_user_namespace(scratch: &Path) -> Primitive {
     let unavailable = |detail: String| Primitive {
         name: "overlayfs",
         available: false,

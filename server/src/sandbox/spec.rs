@@ -11,6 +11,9 @@ use super::Network;
 /// The internal subcommand `wright` is re-executed with to become the helper.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
 
+/// The setup stage whose failure means overlayfs cannot be used here.
+pub(crate) const OVERLAY_STAGE: &str = "mounting the overlay snapshot";
+
 /// The file descriptor of the status pipe in the helper.
 pub(crate) const STATUS_FD: i32 = 3;
 
