@@ -62,41 +62,54 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     let backend = LocalBackend::with_helper(wright.clone());
     let runtime = tokio::runtime::Runtime::new()?;
 
-    progress(&format!("start overhead, {runs} runs of `true` each"));
-    let bare = series(runs, || spawn(Command::new("true")));
-    let bwrap = series(runs, || spawn(bwrap_command(&ws, &["true"])));
-    let cli = series(runs, || {
-        let mut command = Command::new(&wright);
-        command
-            .args(["sandbox", "run", "--root"])
-            .arg(&ws)
-            .args(["--", "true"])
-            .env("XDG_CACHE_HOME", work.join("cache"));
-        spawn(command)
-    });
     let request = |argv: &[&str], filesystem: Filesystem| Request {
         argv: argv.iter().map(|a| a.to_string()).collect(),
         workspace: ws.clone(),
         filesystem,
         ..Request::default()
     };
-    let direct = series(runs, || {
-        let outcome = backend.run(&request(&["true"], Filesystem::InPlace))?;
-        check(outcome.exit_code)
-    });
     let pool = Pool::new(
         LocalBackend::with_helper(wright.clone()),
         PoolConfig {
             concurrency: PARALLEL,
-            warm_helpers: 4,
+            warm_helpers: PARALLEL,
             spare_snapshots: 2,
             snapshot_base: work.join("layers"),
         },
     );
-    let pooled = series(runs, || {
-        let outcome = runtime.block_on(pool.run(request(&["true"], Filesystem::InPlace)))?;
-        check(outcome.exit_code)
-    });
+    // The series are interleaved, one run of each in turn, so a shared machine's load falls
+    // on all of them alike.
+    progress(&format!("start overhead, {runs} runs of `true` each"));
+    let mut times: [Vec<Duration>; 5] = Default::default();
+    for _ in 0..runs {
+        for (kind, series) in times.iter_mut().enumerate() {
+            let t = Instant::now();
+            match kind {
+                0 => spawn(Command::new("true"))?,
+                1 => spawn(bwrap_command(&ws, &["true"]))?,
+                2 => {
+                    let mut command = Command::new(&wright);
+                    command
+                        .args(["sandbox", "run", "--root"])
+                        .arg(&ws)
+                        .args(["--", "true"])
+                        .env("XDG_CACHE_HOME", work.join("cache"));
+                    spawn(command)?;
+                }
+                3 => check(backend.run(&request(&["true"], Filesystem::InPlace))?.exit_code)?,
+                _ => check(
+                    runtime
+                        .block_on(pool.run(request(&["true"], Filesystem::InPlace)))?
+                        .exit_code,
+                )?,
+            }
+            series.push(t.elapsed());
+        }
+    }
+    for series in &mut times {
+        series.sort();
+    }
+    let [bare, bwrap, cli, direct, pooled] = times;
 
     progress("snapshot creation");
     let mut snapshot_rows = Vec::new();
@@ -196,6 +209,8 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     let bwrap_rate = PARALLEL_COMMANDS as f64 / t.elapsed().as_secs_f64();
 
     progress("memory per idle sandbox");
+    // The pool's idle helpers would be counted as this process's children.
+    drop(pool);
     let prepared = backend.prepare()?;
     std::thread::sleep(Duration::from_millis(200));
     let idle_helper = pss_kb(prepared.pid());
@@ -443,11 +458,14 @@ fn idle_sandbox_pss<E: std::fmt::Debug + Send>(
             }
         }
     }
+    let mut counted = Vec::new();
     for (pid, _, comm) in &processes {
         if *pid != me && ours.contains(pid) && names.iter().any(|n| comm.starts_with(n)) {
             total += pss_kb(*pid);
+            counted.push(format!("{comm} {pid}: {} KiB", pss_kb(*pid)));
         }
     }
+    progress(&format!("  counted {}", counted.join(", ")));
     handle
         .join()
         .map_err(|_| anyhow::anyhow!("the sandbox thread panicked"))?

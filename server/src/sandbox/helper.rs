@@ -91,18 +91,32 @@ pub fn main() -> ! {
     std::process::exit(code)
 }
 
-/// Reads the one-line specification from stdin, byte by byte so nothing past it is consumed:
-/// stdin stays open afterwards as the runner's cancellation channel.
+/// Reads the specification from stdin: its length (8 bytes, little-endian), then that many
+/// bytes of JSON, and nothing more: stdin stays open afterwards as the runner's cancellation
+/// channel.
 fn read_spec() -> Result<HelperSpec, String> {
-    let mut line = Vec::new();
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reading one byte into a valid location.
-        let n = unsafe { libc::read(0, (&raw mut byte).cast(), 1) };
+    let mut length = [0u8; 8];
+    read_exact(&mut length)?;
+    let length = u64::from_le_bytes(length);
+    if length > MAX_SPEC_BYTES {
+        return Err(format!("a specification of {length} bytes"));
+    }
+    let mut json = vec![0u8; length as usize];
+    read_exact(&mut json)?;
+    serde_json::from_slice(&json).map_err(|e| e.to_string())
+}
+
+/// The largest specification accepted (arguments and environment included).
+const MAX_SPEC_BYTES: u64 = 16 << 20;
+
+fn read_exact(buf: &mut [u8]) -> Result<(), String> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        // SAFETY: reading into the unfilled part of a valid buffer.
+        let n = unsafe { libc::read(0, buf[filled..].as_mut_ptr().cast(), buf.len() - filled) };
         match n {
-            1 if byte == b'\n' => break,
-            1 => line.push(byte),
             0 => return Err("stdin closed before the specification ended".to_owned()),
+            n if n > 0 => filled += n as usize,
             _ => {
                 let error = io::Error::last_os_error();
                 if error.kind() != io::ErrorKind::Interrupted {
@@ -111,7 +125,7 @@ fn read_spec() -> Result<HelperSpec, String> {
             }
         }
     }
-    serde_json::from_slice(&line).map_err(|e| e.to_string())
+    Ok(())
 }
 
 fn run(spec: &HelperSpec) -> Step<i32> {

@@ -240,8 +240,9 @@ impl LocalBackend {
                 address_space_bytes: (!memory_by_cgroup).then_some(limits.memory_bytes),
             },
         };
-        let mut line = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
-        line.push(b'\n');
+        let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
+        let mut line = (json.len() as u64).to_le_bytes().to_vec();
+        line.extend_from_slice(&json);
         helper
             .stdin
             .as_mut()

@@ -6,6 +6,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
@@ -34,6 +35,7 @@ pub struct Pool {
     config: PoolConfig,
     helpers: Mutex<Vec<Prepared>>,
     snapshots: Mutex<Vec<PathBuf>>,
+    refilling: AtomicBool,
 }
 
 impl Pool {
@@ -46,6 +48,7 @@ impl Pool {
             config,
             helpers: Mutex::new(Vec::new()),
             snapshots: Mutex::new(Vec::new()),
+            refilling: AtomicBool::new(false),
         });
         pool.refill();
         pool
@@ -68,18 +71,35 @@ impl Pool {
             .map_err(|_| SandboxError::Protocol("the pool is closed".to_owned()))?;
         let pool = Arc::clone(self);
         let result = tokio::task::spawn_blocking(move || {
+            // A burst larger than the prepared helpers prepares the rest on the spot.
             let prepared = match pool.take_helper() {
                 Some(prepared) => prepared,
                 None => pool.backend.prepare()?,
             };
             let outcome = pool.backend.run_prepared(prepared, &request);
             drop(permit);
-            pool.refill();
             outcome
         })
         .await
         .map_err(|e| SandboxError::Protocol(format!("the run's task failed: {e}")))?;
+        self.refill_in_background();
         result
+    }
+
+    /// Tops the prepared helpers and layers up off the caller's path; one refill at a time.
+    fn refill_in_background(self: &Arc<Self>) {
+        if self.refilling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let pool = Arc::clone(self);
+        let task = move || {
+            pool.refill();
+            pool.refilling.store(false, Ordering::Release);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(task)),
+            Err(_) => drop(std::thread::spawn(task)),
+        }
     }
 
     /// A snapshot layer for a new session over `workspace`, from the prepared ones when any.
@@ -93,8 +113,7 @@ impl Pool {
                 dir
             }
         };
-        let pool = Arc::clone(self);
-        std::thread::spawn(move || pool.refill());
+        self.refill_in_background();
         self.backend.snapshot(dir, workspace)
     }
 

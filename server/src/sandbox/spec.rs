@@ -1,6 +1,6 @@
-//! What the runner tells the helper (one JSON line on the helper's stdin) and what the helper
-//! reports back (JSON lines on the status pipe, fd 3): the only contract between the two halves
-//! of a run, which live in different processes.
+//! What the runner tells the helper (a length-prefixed JSON document on the helper's stdin)
+//! and what the helper reports back (JSON lines on the status pipe, fd 3): the only contract
+//! between the two halves of a run, which live in different processes.
 
 use std::path::PathBuf;
 
