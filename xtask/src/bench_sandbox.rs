@@ -96,7 +96,11 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
                         .env("XDG_CACHE_HOME", work.join("cache"));
                     spawn(command)?;
                 }
-                3 => check(backend.run(&request(&["true"], Filesystem::InPlace))?.exit_code)?,
+                3 => check(
+                    backend
+                        .run(&request(&["true"], Filesystem::InPlace))?
+                        .exit_code,
+                )?,
                 _ => check(
                     runtime
                         .block_on(pool.run(request(&["true"], Filesystem::InPlace)))?

@@ -30,18 +30,16 @@ impl Support {
         let membership = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let mounts = cgroup_mounts(&mountinfo);
         // v2: a unified mount that has the controllers enabled for our own group's children.
-        if let Some((mount, _)) = mounts.iter().find(|(_, kind)| kind.is_empty()) {
-            if let Some(own) = own_group(&membership, "") {
-                let group = mount.join(own.trim_start_matches('/'));
-                let control = std::fs::read_to_string(group.join("cgroup.subtree_control"))
-                    .unwrap_or_default();
-                let enabled: Vec<&str> = control.split_whitespace().collect();
-                if enabled.contains(&"memory") && enabled.contains(&"pids") {
-                    let parent = group.join("wright-sandbox");
-                    if usable(&parent) {
-                        return Self::V2 { parent };
-                    }
-                }
+        if let Some((mount, _)) = mounts.iter().find(|(_, kind)| kind.is_empty())
+            && let Some(own) = own_group(&membership, "")
+        {
+            let group = mount.join(own.trim_start_matches('/'));
+            let control =
+                std::fs::read_to_string(group.join("cgroup.subtree_control")).unwrap_or_default();
+            let enabled: Vec<&str> = control.split_whitespace().collect();
+            let parent = group.join("wright-sandbox");
+            if enabled.contains(&"memory") && enabled.contains(&"pids") && usable(&parent) {
+                return Self::V2 { parent };
             }
         }
         let v1 = |controller: &str| -> Option<PathBuf> {
