@@ -46,7 +46,7 @@ impl Prepared {
 }
 
 /// A helper process started ahead of its command, waiting for its specification.
-pub struct Helper {
+struct Helper {
     child: Child,
     /// The specification goes in here; closing it asks the helper to kill the command.
     stdin: Option<ChildStdin>,
@@ -106,7 +106,7 @@ impl LocalBackend {
     }
 
     /// Starts a helper; it waits, idle, until given a specification.
-    pub fn spawn_helper(&self) -> io::Result<Helper> {
+    fn spawn_helper(&self) -> io::Result<Helper> {
         let mut fds = [0; 2];
         // SAFETY: a valid two-element array.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
@@ -165,12 +165,12 @@ impl LocalBackend {
             .cgroups
             .create(defaults.memory_bytes, defaults.processes)
             .map_err(SandboxError::Prepare)?;
-        if let Some(group) = &group {
-            group
-                .add(helper.child.id())
-                .map_err(SandboxError::Prepare)?;
+        // Assembled first, so a failure below drops the helper before its group.
+        let prepared = Prepared { helper, group };
+        if let Some(group) = &prepared.group {
+            group.add(prepared.pid()).map_err(SandboxError::Prepare)?;
         }
-        Ok(Prepared { helper, group })
+        Ok(prepared)
     }
 
     /// Runs `request` in a prepared helper.
@@ -179,11 +179,10 @@ impl LocalBackend {
         prepared: Prepared,
         request: &Request,
     ) -> Result<Outcome, SandboxError> {
-        let Prepared {
-            mut helper,
-            mut group,
-        } = prepared;
-        if let Some(group) = &mut group {
+        // Kept whole so that every return drops the helper (killed and reaped) before its
+        // group (which can only be removed once empty): fields drop in declaration order.
+        let mut prepared = prepared;
+        if let Some(group) = &mut prepared.group {
             group
                 .set_limits(request.limits.memory_bytes, request.limits.processes)
                 .map_err(SandboxError::Prepare)?;
@@ -222,7 +221,7 @@ impl LocalBackend {
         }
         let before = snapshot_guard.as_ref().map(|s| s.scan());
         let limits = &request.limits;
-        let cgroup_used = group.is_some();
+        let cgroup_used = prepared.group.is_some();
         let memory_by_cgroup = cgroup_used && self.cgroups.limits_memory();
         let spec = HelperSpec {
             argv: request.argv.clone(),
@@ -243,15 +242,16 @@ impl LocalBackend {
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         let mut line = (json.len() as u64).to_le_bytes().to_vec();
         line.extend_from_slice(&json);
-        helper
+        prepared
+            .helper
             .stdin
             .as_mut()
             .ok_or_else(|| SandboxError::Protocol("the helper was already used".to_owned()))?
             .write_all(&line)
             .map_err(SandboxError::Spawn)?;
 
-        let reading = read_all(&mut helper, request, started);
-        let wait = helper.child.wait();
+        let reading = read_all(&mut prepared.helper, request, started);
+        let wait = prepared.helper.child.wait();
         let after = snapshot_guard.as_ref().map(|s| s.scan());
         let (stdout, stderr, reports) = reading.map_err(SandboxError::Spawn)?;
         wait.map_err(SandboxError::Spawn)?;
@@ -262,7 +262,6 @@ impl LocalBackend {
         for report in reports {
             match report {
                 Report::SetupFailed { stage, error } => {
-                    drop(group);
                     if stage == OVERLAY_STAGE {
                         if let Ok(mut why) = self.overlay_unavailable.lock() {
                             *why = Some(error.clone());
@@ -283,7 +282,6 @@ impl LocalBackend {
             max_rss_kb,
         }) = finished
         else {
-            drop(group);
             return Err(SandboxError::Protocol(
                 "the helper ended without its final report".to_owned(),
             ));
@@ -301,7 +299,7 @@ impl LocalBackend {
         if timed_out {
             exceeded.push(Exceeded::WallTime);
         }
-        if let Some(group) = &group {
+        if let Some(group) = &prepared.group {
             if group.memory_exceeded() {
                 exceeded.push(Exceeded::Memory);
             }
@@ -320,7 +318,6 @@ impl LocalBackend {
         if stdout.truncated() || stderr.truncated() {
             exceeded.push(Exceeded::Output);
         }
-        drop(group);
         let changes = match (&snapshot_guard, before, after) {
             (Some(snapshot), Some(before), Some(after)) => snapshot.changes(&before, &after),
             _ => Vec::new(),

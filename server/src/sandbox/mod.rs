@@ -33,7 +33,7 @@ pub use capture::{Captured, DEFAULT_CAP};
 pub use cgroup::Support as CgroupSupport;
 pub use env::looks_secret;
 pub use helper::main as helper_main;
-pub use local::{Helper, LocalBackend, Prepared};
+pub use local::{LocalBackend, Prepared};
 pub use pool::Pool;
 pub use snapshot::{Change, ChangeKind, Scan, Snapshot, SnapshotKind, remove_tree};
 pub use spec::HELPER_SUBCOMMAND;
