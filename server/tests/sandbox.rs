@@ -780,6 +780,66 @@ fn without_overlays_snapshots_are_reflink_copies_or_refused_with_the_reason() {
 }
 
 #[test]
+fn an_unprivileged_user_gets_the_same_walls() {
+    if !available("unprivileged", ISOLATION) {
+        return;
+    }
+    // SAFETY: getuid cannot fail.
+    let root = unsafe { libc::getuid() } == 0;
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let (true, Some(setpriv)) = (root, setpriv) else {
+        eprintln!(
+            "SKIPPED unprivileged: needs root and setpriv to become another user (the other tests already run unprivileged)"
+        );
+        return;
+    };
+    let fx = Fixture::new("unprivileged");
+    fx.write("a.txt", "mine\n");
+    let outside = fx.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let nobody = "65534";
+    let chown = Command::new("chown")
+        .args(["-R", &format!("{nobody}:{nobody}")])
+        .arg(fx.dir.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let out = Command::new(setpriv)
+        .args([
+            &format!("--reuid={nobody}"),
+            &format!("--regid={nobody}"),
+            "--clear-groups",
+        ])
+        .arg(wright_bin())
+        .args(["sandbox", "run", "--json", "--snapshot", "--root"])
+        .arg(fx.ws())
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "id -u; echo changed > a.txt; echo no > {}/escaped; echo /etc > /etc/wright-escape",
+            outside.display()
+        ))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("XDG_CACHE_HOME", fx.dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(text(&json["stdout"]), "65534\n", "{json}");
+    assert_eq!(json["isolation"]["filesystem"], "overlay");
+    assert_eq!(json["isolation"]["landlock"], "enforced");
+    assert_eq!(json["changed_files"][0], "a.txt");
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(!outside.join("escaped").exists());
+    assert!(!Path::new("/etc/wright-escape").exists());
+}
+
+#[test]
 fn a_cancelled_run_ends_at_once_with_its_tree() {
     if !available("cancel", ISOLATION) {
         return;

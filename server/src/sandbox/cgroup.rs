@@ -78,7 +78,7 @@ impl Support {
                     .collect();
                 format!("cgroup v1 ({})", names.join(", "))
             }
-            Self::Unavailable { reason } => format!("unavailable: {reason}"),
+            Self::Unavailable { reason } => reason.clone(),
         }
     }
 
