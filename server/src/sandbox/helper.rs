@@ -659,13 +659,21 @@ fn exec_command(spec: &HelperSpec, filter: &seccomp::Program) -> ! {
             libc::CLOSE_RANGE_CLOEXEC,
         )
     };
-    // Last, because the filter also refuses calls the steps above make.
-    if let Err(error) = seccompiler::apply_filter(filter) {
-        die(
-            "applying the seccomp filter",
-            io::Error::other(error.to_string()),
-            126,
-        );
+    // Last, because the filters also refuse calls the steps above make.
+    #[cfg(target_arch = "x86_64")]
+    let x32 = seccomp::x32_guard();
+    #[cfg(target_arch = "x86_64")]
+    let filters = [filter, &x32];
+    #[cfg(not(target_arch = "x86_64"))]
+    let filters = [filter];
+    for filter in filters {
+        if let Err(error) = seccompiler::apply_filter(filter) {
+            die(
+                "applying the seccomp filter",
+                io::Error::other(error.to_string()),
+                126,
+            );
+        }
     }
     // SAFETY: NUL-terminated arrays of valid C strings.
     unsafe { libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr()) };

@@ -111,6 +111,30 @@ pub(crate) fn compile(network: Network) -> Result<Program, seccompiler::BackendE
     filter.try_into()
 }
 
+/// On x86_64, x32 system calls carry the same architecture tag with bit 30 set in their
+/// number, so a filter keyed on numbers (as seccompiler's is) never matches them. This second
+/// filter refuses every x32 call (wright's commands are 64-bit; kernels rarely enable x32).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn x32_guard() -> Program {
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let op = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    vec![
+        op(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+        op(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+        op(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+        op(JGE_K, 0, 1, X32_SYSCALL_BIT),
+        op(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+        op(RET_K, 0, 0, RET_ALLOW),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
