@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wright::sandbox::{
-    Backend, ChangeKind, Filesystem, LocalBackend, Network, Permissions, Pool, Request,
-    SandboxError, Snapshot, pool::PoolConfig,
+    Backend, ChangeKind, Exceeded, Filesystem, Limits, LocalBackend, Network, Permissions, Pool,
+    Request, SandboxError, Snapshot, pool::PoolConfig,
 };
 use wright_tests::TempDir;
 
@@ -898,6 +898,41 @@ fn extra_writable_paths_are_granted_only_when_asked() {
     let granted = backend().run(&request).unwrap();
     assert_eq!(granted.exit_code, 0, "{}", granted.stderr.text());
     assert_eq!(std::fs::read_to_string(extra.join("f")).unwrap(), "ok\n");
+}
+
+#[test]
+fn a_zygote_serves_runs_in_turn_and_limits_are_counted_per_run() {
+    if !available("zygote", ISOLATION) {
+        return;
+    }
+    let fx = Fixture::new("zygote");
+    let backend = backend();
+    let mut prepared = backend.prepare().unwrap();
+    let request = |script: &str, memory_mb: u64| Request {
+        argv: vec!["bash".into(), "-c".into(), script.into()],
+        workspace: fx.ws(),
+        limits: Limits {
+            memory_bytes: memory_mb << 20,
+            ..Limits::default()
+        },
+        ..Request::default()
+    };
+    let greedy = "set -o pipefail; head -c 300000000 /dev/zero | tail -n 1 | wc -c";
+    let oom = backend
+        .run_prepared(&mut prepared, &request(greedy, 64))
+        .unwrap();
+    assert_ne!(oom.exit_code, 0);
+    if oom.isolation.limits_enforced_by.contains("memory") {
+        assert_eq!(oom.exceeded, [Exceeded::Memory]);
+    }
+    assert!(prepared.is_alive(), "the memory limit killed the zygote");
+    for i in 0..3 {
+        let next = backend
+            .run_prepared(&mut prepared, &request(&format!("echo {i}"), 4096))
+            .unwrap();
+        assert_eq!(next.stdout.text(), format!("{i}\n"));
+        assert!(next.exceeded.is_empty(), "{:?}", next.exceeded);
+    }
 }
 
 #[test]

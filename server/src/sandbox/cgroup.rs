@@ -131,7 +131,16 @@ impl Support {
     }
 }
 
-/// One run's group (one folder per v1 controller, one for v2).
+/// Counters of limit events in a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Events {
+    /// Processes the kernel killed for exceeding the memory limit.
+    pub oom_kills: u64,
+    /// Forks refused for exceeding the process limit.
+    pub forks_refused: u64,
+}
+
+/// A zygote's group (one folder per v1 controller, one for v2).
 #[derive(Debug)]
 pub struct RunGroup {
     dirs: Vec<PathBuf>,
@@ -168,30 +177,33 @@ impl RunGroup {
             }
         }
         if let Some(dir) = &self.pids {
-            std::fs::write(dir.join("pids.max"), processes.to_string())?;
+            // The zygote and the run's helper live in the group too, outside the command's
+            // pid namespace.
+            std::fs::write(dir.join("pids.max"), (processes + 2).to_string())?;
         }
         self.limits = Some((memory_bytes, processes));
         Ok(())
     }
 
-    /// Whether the kernel killed a process for exceeding the memory limit.
-    pub fn memory_exceeded(&self) -> bool {
-        let Some(dir) = &self.memory else {
-            return false;
-        };
-        let file = if self.v2 {
-            "memory.events"
-        } else {
-            "memory.oom_control"
-        };
-        counter(&dir.join(file), "oom_kill") > 0
-    }
-
-    /// Whether a fork was refused for exceeding the process limit.
-    pub fn processes_exceeded(&self) -> bool {
-        self.pids
+    /// The group's event counters; a run compares them before and after (a zygote's group
+    /// serves many runs).
+    pub fn events(&self) -> Events {
+        let oom_kills = self.memory.as_ref().map_or(0, |dir| {
+            let file = if self.v2 {
+                "memory.events"
+            } else {
+                "memory.oom_control"
+            };
+            counter(&dir.join(file), "oom_kill")
+        });
+        let forks_refused = self
+            .pids
             .as_ref()
-            .is_some_and(|dir| counter(&dir.join("pids.events"), "max") > 0)
+            .map_or(0, |dir| counter(&dir.join("pids.events"), "max"));
+        Events {
+            oom_kills,
+            forks_refused,
+        }
     }
 }
 

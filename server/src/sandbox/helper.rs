@@ -1,22 +1,22 @@
-//! The helper process: `wright __sandbox-exec`, a fresh single-threaded re-execution of the
-//! binary that builds the isolation around one command and waits for it.
+//! The helper processes: `wright __sandbox-exec`, re-executed fresh and single-threaded,
+//! builds the isolation around each command and waits for it.
 //!
-//! Three processes take part, because the kernel imposes the order:
+//! Four processes take part, because the kernel imposes the order:
 //!
-//! 1. the helper (already moved into the run's cgroup by the runner, before it was given
-//!    its specification, so every process of the run is accounted) unshares the user, mount, pid, ipc, uts (and,
-//!    unless the network is allowed, net) namespaces — `unshare(CLONE_NEWUSER)` requires a
-//!    single-threaded caller, which is why this runs before any runtime starts — maps its own
-//!    uid and gid, and forks;
+//! 0. the zygote (the executed binary) stays in the host's namespaces and in its cgroup and
+//!    forks one helper per request it receives (see [`main`]);
+//! 1. the helper unshares the user, mount, pid, ipc, uts (and, unless the host network is
+//!    allowed, net) namespaces — `unshare(CLONE_NEWUSER)` requires a single-threaded caller,
+//!    which is why this runs before any runtime starts — maps its own uid and gid, and forks;
 //! 2. the child is pid 1 of the new pid namespace (the init): it builds the mount tree (the
 //!    workspace writable, everything else read-only, private /tmp, /dev and /proc), applies
 //!    landlock, forks the command and reaps until the command exits. When the init dies the
 //!    kernel kills everything left in the namespace, so killing it kills the whole tree;
-//! 3. the command: rlimits, capabilities dropped, the seccomp filter, exec.
+//! 3. the command: rlimits, capabilities dropped, the seccomp filters, exec.
 //!
 //! The helper enforces the wall time itself (and the runner's cancellation, signalled by
-//! closing the helper's stdin) by killing the init, so when the helper exits, no process of
-//! the run is left.
+//! closing the run's control pipe) by killing the init, so when the helper exits, no process
+//! of the run is left.
 
 use std::ffi::{CStr, CString};
 use std::io;
@@ -68,54 +68,178 @@ fn report(message: &Report) {
 }
 
 /// The helper's entry point, called by `main` before anything else runs. Never returns.
+///
+/// The process `main` starts is the zygote: it serves one run after another, each request a
+/// specification plus the run's four pipe ends (stdout, stderr, status, control) received on
+/// its stdin, a Unix socket, and forks one helper per run. Forking a small, already started
+/// process is much cheaper than executing the binary again, and the zygote stays in its
+/// cgroup, so runs need no cgroup move. It exits when the runner closes the socket.
 pub fn main() -> ! {
-    let code = match read_spec() {
-        Ok(spec) => match run(&spec) {
-            Ok(code) => code,
-            Err(failure) => {
-                report(&Report::SetupFailed {
-                    stage: failure.stage.to_owned(),
-                    error: failure.error.to_string(),
-                });
-                125
+    // A SIGCHLD handler (without SA_RESTART) interrupts the wait for the next request, so
+    // exited helpers are reaped at once rather than at the next request.
+    extern "C" fn wake(_: libc::c_int) {}
+    // SAFETY: installing a handler that does nothing, in a single-threaded process.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut());
+    }
+    let mut code = 0;
+    loop {
+        reap_helpers();
+        let (spec, fds) = match receive_request() {
+            Ok(Some(request)) => request,
+            Ok(None) => break,
+            Err(_) => {
+                code = 1;
+                break;
             }
-        },
-        Err(error) => {
-            report(&Report::SetupFailed {
-                stage: "reading the specification".to_owned(),
-                error,
-            });
-            125
+        };
+        // SAFETY: the zygote is single-threaded, so the child may run arbitrary code.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = serve(spec, fds);
+            // SAFETY: leave without running exit handlers meant for the zygote.
+            unsafe { libc::_exit(code) }
         }
-    };
+        for fd in fds {
+            // SAFETY: the descriptors were received for the child, which has its own copies.
+            unsafe { libc::close(fd) };
+        }
+    }
+    reap_helpers();
     std::process::exit(code)
 }
 
-/// Reads the specification from stdin: its length (8 bytes, little-endian), then that many
-/// bytes of JSON, and nothing more: stdin stays open afterwards as the runner's cancellation
-/// channel.
-fn read_spec() -> Result<HelperSpec, String> {
+/// Collects exited helpers (their results travelled on their status pipes).
+fn reap_helpers() {
+    let mut status = 0;
+    // SAFETY: non-blocking waits for our own children.
+    while unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } > 0 {}
+}
+
+/// One run's helper: puts the received pipe ends in place, then isolates and waits.
+fn serve(spec: Vec<u8>, [stdout, stderr, status, control]: [i32; 4]) -> i32 {
+    // SAFETY: descriptor calls on descriptors this process owns; /dev/null is a valid path.
+    unsafe {
+        // The zygote's SIGCHLD handler is not the helper's business.
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        libc::dup2(stdout, 1);
+        libc::dup2(stderr, 2);
+        libc::dup2(status, STATUS_FD);
+        // The status pipe must reach the init (fork keeps it) but not the command (exec
+        // drops it); the control channel stays with this helper only.
+        libc::fcntl(STATUS_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(control, libc::F_SETFD, libc::FD_CLOEXEC);
+        for fd in [stdout, stderr, status] {
+            if fd > STATUS_FD {
+                libc::close(fd);
+            }
+        }
+        // The command's stdin is /dev/null (fd 0 was the zygote's socket).
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        libc::dup2(null, 0);
+        libc::close(null);
+    }
+    report(&Report::Started {
+        pid: std::process::id(),
+    });
+    let result = serde_json::from_slice::<HelperSpec>(&spec)
+        .map_err(|error| Failure {
+            stage: "reading the specification",
+            error: io::Error::new(io::ErrorKind::InvalidData, error),
+        })
+        .and_then(|spec| run(&spec, control));
+    match result {
+        Ok(code) => code,
+        Err(failure) => {
+            report(&Report::SetupFailed {
+                stage: failure.stage.to_owned(),
+                error: failure.error.to_string(),
+            });
+            125
+        }
+    }
+}
+
+/// Receives one request from the socket on fd 0: an 8-byte little-endian length carrying the
+/// four descriptors, then that many bytes of JSON. `None` when the runner closed the socket.
+fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 4])>> {
     let mut length = [0u8; 8];
-    read_exact(&mut length)?;
+    // Room for one SCM_RIGHTS message of four descriptors.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: length.as_mut_ptr().cast(),
+        iov_len: length.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; the pointers below outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = std::mem::size_of_val(&control);
+    let received = loop {
+        // SAFETY: a valid msghdr; descriptors received are close-on-exec.
+        let n = unsafe { libc::recvmsg(0, &mut message, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n as usize;
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+        reap_helpers();
+    };
+    if received == 0 {
+        return Ok(None);
+    }
+    let mut fds = [-1; 4];
+    // SAFETY: walking the control messages the kernel filled in.
+    unsafe {
+        let header = libc::CMSG_FIRSTHDR(&message);
+        if !header.is_null()
+            && (*header).cmsg_level == libc::SOL_SOCKET
+            && (*header).cmsg_type == libc::SCM_RIGHTS
+        {
+            let data = libc::CMSG_DATA(header).cast::<i32>();
+            let count = ((*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
+            for (i, slot) in fds.iter_mut().enumerate().take(count.min(4)) {
+                *slot = std::ptr::read_unaligned(data.add(i));
+            }
+        }
+    }
+    if fds.contains(&-1) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a request without its four descriptors",
+        ));
+    }
+    if received < length.len() {
+        read_exact(&mut length[received..]).map_err(io::Error::other)?;
+    }
     let length = u64::from_le_bytes(length);
     if length > MAX_SPEC_BYTES {
-        return Err(format!("a specification of {length} bytes"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a specification of {length} bytes"),
+        ));
     }
     let mut json = vec![0u8; length as usize];
-    read_exact(&mut json)?;
-    serde_json::from_slice(&json).map_err(|e| e.to_string())
+    read_exact(&mut json).map_err(io::Error::other)?;
+    Ok(Some((json, fds)))
 }
 
 /// The largest specification accepted (arguments and environment included).
 const MAX_SPEC_BYTES: u64 = 16 << 20;
 
+/// Reads exactly `buf.len()` bytes from the zygote's socket.
 fn read_exact(buf: &mut [u8]) -> Result<(), String> {
     let mut filled = 0;
     while filled < buf.len() {
         // SAFETY: reading into the unfilled part of a valid buffer.
         let n = unsafe { libc::read(0, buf[filled..].as_mut_ptr().cast(), buf.len() - filled) };
         match n {
-            0 => return Err("stdin closed before the specification ended".to_owned()),
+            0 => return Err("the socket closed inside a request".to_owned()),
             n if n > 0 => filled += n as usize,
             _ => {
                 let error = io::Error::last_os_error();
@@ -128,25 +252,7 @@ fn read_exact(buf: &mut [u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn run(spec: &HelperSpec) -> Step<i32> {
-    // The control channel moves off fd 0 (close-on-exec); the command's stdin is /dev/null.
-    // SAFETY: plain descriptor calls on descriptors this process owns.
-    let control = check("moving the control channel", unsafe {
-        libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 10)
-    })?;
-    let null = c"/dev/null";
-    // SAFETY: as above; the path is a valid C string.
-    unsafe {
-        let fd = check("opening /dev/null", libc::open(null.as_ptr(), libc::O_RDWR))?;
-        check("redirecting stdin", libc::dup2(fd, 0))?;
-        libc::close(fd);
-        // The status pipe must reach the init (fork keeps it) but not the command (exec drops it).
-        check(
-            "marking the status pipe",
-            libc::fcntl(STATUS_FD, libc::F_SETFD, libc::FD_CLOEXEC),
-        )?;
-    }
-
+fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut flags = libc::CLONE_NEWUSER

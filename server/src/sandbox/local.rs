@@ -1,13 +1,14 @@
-//! The Linux backend's runner: spawns the helper (`wright __sandbox-exec`), hands it the
-//! specification, captures the command's output with a cap while it runs, and assembles the
-//! outcome from the helper's reports. The helper does the isolating; this side only prepares
-//! what needs the host's view (the run's cgroup, the snapshot's folders) and reads.
+//! The Linux backend's runner: starts a zygote (`wright __sandbox-exec`), sends it each run's
+//! specification and pipes, captures the command's output with a cap while it runs, and
+//! assembles the outcome from the helper's reports. The helper does the isolating; this side
+//! only prepares what needs the host's view (the cgroup, the snapshot's folders) and reads.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::Snapshot;
 use super::capture::Captured;
 use super::cgroup::{RunGroup, Support};
-use super::spec::{HELPER_SUBCOMMAND, HelperSpec, OVERLAY_STAGE, Report, Rlimits, STATUS_FD};
+use super::spec::{HELPER_SUBCOMMAND, HelperSpec, OVERLAY_STAGE, Report, Rlimits};
 use super::{
     Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
 };
@@ -32,27 +33,47 @@ pub struct LocalBackend {
     overlay_unavailable: Mutex<Option<String>>,
 }
 
-/// A helper started ahead, in its cgroup, waiting for its specification.
+/// A zygote started ahead, in its cgroup, waiting for requests. It serves one run at a time
+/// and can serve many in turn (see `helper.rs`).
 pub struct Prepared {
-    helper: Helper,
+    // Declared first so it drops (its process killed and reaped) before the group, which can
+    // only be removed once empty.
+    zygote: Zygote,
     group: Option<RunGroup>,
 }
 
 impl Prepared {
-    /// The helper's process id.
+    /// The zygote's process id.
     pub fn pid(&self) -> u32 {
-        self.helper.child.id()
+        self.zygote.child.id()
+    }
+
+    /// Whether the zygote can serve another run (a memory limit may have killed it).
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.zygote.child.try_wait(), Ok(None))
     }
 }
 
-/// A helper process started ahead of its command, waiting for its specification.
-struct Helper {
+/// The zygote process and the runner's end of its socket.
+struct Zygote {
     child: Child,
-    /// The specification goes in here; closing it asks the helper to kill the command.
-    stdin: Option<ChildStdin>,
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-    status: std::fs::File,
+    socket: UnixStream,
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The runner's ends of one run's pipes.
+struct RunPipes {
+    stdout: File,
+    stderr: File,
+    status: File,
+    /// Closing it asks the helper to kill the run.
+    control: Option<File>,
 }
 
 impl LocalBackend {
@@ -105,83 +126,46 @@ impl LocalBackend {
         &self.cgroups
     }
 
-    /// Starts a helper; it waits, idle, until given a specification.
-    fn spawn_helper(&self) -> io::Result<Helper> {
-        let mut fds = [0; 2];
-        // SAFETY: a valid two-element array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 returned two fresh descriptors we now own.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let status_write = write_end.as_raw_fd();
-        let mut command = std::process::Command::new(&self.helper);
-        command
+    /// Starts a zygote; it waits, idle, until given a request.
+    fn spawn_zygote(&self) -> io::Result<Zygote> {
+        let (socket, theirs) = UnixStream::pair()?;
+        let child = std::process::Command::new(&self.helper)
             .arg(HELPER_SUBCOMMAND)
-            // The helper needs nothing from the server's environment; the command's own
-            // environment travels, filtered, in the specification.
+            // The zygote needs nothing from the server's environment; each command's own
+            // environment travels, filtered, in its specification.
             .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                if status_write == STATUS_FD {
-                    if libc::fcntl(STATUS_FD, libc::F_SETFD, 0) < 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                } else if libc::dup2(status_write, STATUS_FD) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = command.spawn()?;
-        drop(write_end);
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(io::Error::other("the helper's pipes are missing"));
-        };
-        Ok(Helper {
-            child,
-            stdin: Some(stdin),
-            stdout,
-            stderr,
-            status: std::fs::File::from(read_end),
-        })
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        Ok(Zygote { child, socket })
     }
 
-    /// Starts a helper and puts it in a fresh cgroup. Moving a process between cgroups is the
+    /// Starts a zygote and puts it in a fresh cgroup. Moving a process between cgroups is the
     /// slowest step of a start on cgroup v1 (milliseconds: the kernel waits for an RCU grace
-    /// period), which is why the pool does this ahead, off the command's path. The group's
-    /// limits are set from the request just before the run.
+    /// period), which is why it is done once per zygote, and by the pool ahead of time. The
+    /// group's limits are set from each request just before its run.
     pub fn prepare(&self) -> Result<Prepared, SandboxError> {
-        let helper = self.spawn_helper().map_err(SandboxError::Spawn)?;
+        let zygote = self.spawn_zygote().map_err(SandboxError::Spawn)?;
         let defaults = Limits::default();
         let group = self
             .cgroups
             .create(defaults.memory_bytes, defaults.processes)
             .map_err(SandboxError::Prepare)?;
-        // Assembled first, so a failure below drops the helper before its group.
-        let prepared = Prepared { helper, group };
+        // Assembled first, so a failure below drops the zygote before its group.
+        let prepared = Prepared { zygote, group };
         if let Some(group) = &prepared.group {
             group.add(prepared.pid()).map_err(SandboxError::Prepare)?;
         }
         Ok(prepared)
     }
 
-    /// Runs `request` in a prepared helper.
+    /// Runs `request` through a prepared zygote, which can serve further runs afterwards.
     pub fn run_prepared(
         &self,
-        prepared: Prepared,
+        prepared: &mut Prepared,
         request: &Request,
     ) -> Result<Outcome, SandboxError> {
-        // Kept whole so that every return drops the helper (killed and reaped) before its
-        // group (which can only be removed once empty): fields drop in declaration order.
-        let mut prepared = prepared;
         if let Some(group) = &mut prepared.group {
             group
                 .set_limits(request.limits.memory_bytes, request.limits.processes)
@@ -240,21 +224,12 @@ impl LocalBackend {
             },
         };
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
-        let mut line = (json.len() as u64).to_le_bytes().to_vec();
-        line.extend_from_slice(&json);
-        prepared
-            .helper
-            .stdin
-            .as_mut()
-            .ok_or_else(|| SandboxError::Protocol("the helper was already used".to_owned()))?
-            .write_all(&line)
-            .map_err(SandboxError::Spawn)?;
-
-        let reading = read_all(&mut prepared.helper, request, started);
-        let wait = prepared.helper.child.wait();
+        let events_before = prepared.group.as_ref().map(RunGroup::events);
+        let mut pipes =
+            send_request(&prepared.zygote.socket, &json).map_err(SandboxError::Spawn)?;
+        let reading = read_all(&mut pipes, request, started);
         let after = snapshot_guard.as_ref().map(|s| s.scan());
         let (stdout, stderr, reports) = reading.map_err(SandboxError::Spawn)?;
-        wait.map_err(SandboxError::Spawn)?;
 
         let mut wait_status = None;
         let mut finished = None;
@@ -271,6 +246,7 @@ impl LocalBackend {
                     return Err(SandboxError::Setup { stage, error });
                 }
                 Report::Landlock { status } => landlock = status,
+                Report::Started { .. } => {}
                 Report::Command { wait_status: s } => wait_status = Some(s),
                 Report::Finished { .. } => finished = Some(report),
             }
@@ -299,11 +275,12 @@ impl LocalBackend {
         if timed_out {
             exceeded.push(Exceeded::WallTime);
         }
-        if let Some(group) = &prepared.group {
-            if group.memory_exceeded() {
+        if let (Some(group), Some(before)) = (&prepared.group, events_before) {
+            let after = group.events();
+            if after.oom_kills > before.oom_kills {
                 exceeded.push(Exceeded::Memory);
             }
-            if group.processes_exceeded() {
+            if after.forks_refused > before.forks_refused {
                 exceeded.push(Exceeded::Processes);
             }
         }
@@ -365,22 +342,87 @@ impl Backend for LocalBackend {
     }
 
     fn run(&self, request: &Request) -> Result<Outcome, SandboxError> {
-        let prepared = self.prepare()?;
-        self.run_prepared(prepared, request)
+        let mut prepared = self.prepare()?;
+        self.run_prepared(&mut prepared, request)
     }
+}
+
+/// Sends one request to a zygote: the specification's length with the four pipe ends the
+/// helper gets (stdout, stderr and status write ends, the control read end), then the JSON.
+/// Returns the runner's ends.
+fn send_request(socket: &UnixStream, json: &[u8]) -> io::Result<RunPipes> {
+    let pipe = || -> io::Result<(File, File)> {
+        let mut fds = [0; 2];
+        // SAFETY: a valid two-element array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: pipe2 returned two fresh descriptors we now own.
+        Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+    };
+    let (stdout, stdout_w) = pipe()?;
+    let (stderr, stderr_w) = pipe()?;
+    let (status, status_w) = pipe()?;
+    let (control_r, control) = pipe()?;
+    let theirs = [
+        stdout_w.as_raw_fd(),
+        stderr_w.as_raw_fd(),
+        status_w.as_raw_fd(),
+        control_r.as_raw_fd(),
+    ];
+    let header = (json.len() as u64).to_le_bytes();
+    let mut iov = libc::iovec {
+        iov_base: header.as_ptr().cast_mut().cast(),
+        iov_len: header.len(),
+    };
+    let mut space = [0u64; 8];
+    // SAFETY: a zeroed msghdr is valid; the control buffer holds one SCM_RIGHTS message of
+    // four descriptors (CMSG_SPACE(16) is 32 bytes on 64-bit Linux, within `space`).
+    let sent = unsafe {
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = space.as_mut_ptr().cast();
+        message.msg_controllen = libc::CMSG_SPACE(std::mem::size_of_val(&theirs) as u32) as usize;
+        let header = libc::CMSG_FIRSTHDR(&message);
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(&theirs) as u32) as usize;
+        std::ptr::copy_nonoverlapping(
+            theirs.as_ptr(),
+            libc::CMSG_DATA(header).cast::<i32>(),
+            theirs.len(),
+        );
+        libc::sendmsg(socket.as_raw_fd(), &message, libc::MSG_NOSIGNAL)
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut socket = socket;
+    socket.write_all(&header[sent as usize..])?;
+    socket.write_all(json)?;
+    // Our copies of the helper's ends go, so end of file means the helper's side closed.
+    drop((stdout_w, stderr_w, status_w, control_r));
+    Ok(RunPipes {
+        stdout,
+        stderr,
+        status,
+        control: Some(control),
+    })
 }
 
 type Reading = (Captured, Captured, Vec<Report>);
 
-/// Reads stdout, stderr and the status pipe until all three close, enforcing cancellation
-/// (by closing the helper's stdin) and a last-resort deadline (by killing the helper, whose
-/// death takes the namespace down).
-fn read_all(helper: &mut Helper, request: &Request, started: Instant) -> io::Result<Reading> {
+/// Reads stdout, stderr and the status pipe until all three close (the helper and its
+/// namespace are gone then), enforcing cancellation (by closing the control pipe) and a
+/// last-resort deadline (by killing the helper, whose death takes the namespace down).
+fn read_all(pipes: &mut RunPipes, request: &Request, started: Instant) -> io::Result<Reading> {
     let cap = request.limits.output_cap;
     let mut out = Captured::new(cap);
     let mut err = Captured::new(cap);
     let mut status = Vec::new();
     let deadline = started + request.limits.timeout + GRACE;
+    let mut killed = false;
     let mut open = [true; 3];
     let mut buf = vec![0u8; 64 * 1024];
     while open.iter().any(|o| *o) {
@@ -390,15 +432,20 @@ fn read_all(helper: &mut Helper, request: &Request, started: Instant) -> io::Res
             .is_some_and(|flag| flag.load(Ordering::Relaxed));
         if cancelled {
             // The helper reads end of file on its control channel and kills the tree.
-            helper.stdin = None;
+            pipes.control = None;
         }
-        if Instant::now() > deadline {
-            let _ = helper.child.kill();
+        if !killed && Instant::now() > deadline {
+            killed = true;
+            if let Some(pid) = helper_pid(&status) {
+                // SAFETY: signalling the run's helper, which the zygote has not reaped
+                // (its status pipe is still open).
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
         }
         let raw = [
-            helper.stdout.as_raw_fd(),
-            helper.stderr.as_raw_fd(),
-            helper.status.as_raw_fd(),
+            pipes.stdout.as_raw_fd(),
+            pipes.stderr.as_raw_fd(),
+            pipes.status.as_raw_fd(),
         ];
         let mut fds: Vec<libc::pollfd> = raw
             .iter()
@@ -423,9 +470,9 @@ fn read_all(helper: &mut Helper, request: &Request, started: Instant) -> io::Res
                 continue;
             }
             let read = match index {
-                0 => helper.stdout.read(&mut buf),
-                1 => helper.stderr.read(&mut buf),
-                _ => helper.status.read(&mut buf),
+                0 => pipes.stdout.read(&mut buf),
+                1 => pipes.stderr.read(&mut buf),
+                _ => pipes.status.read(&mut buf),
             };
             match read {
                 Ok(0) => open[index] = false,
@@ -439,12 +486,24 @@ fn read_all(helper: &mut Helper, request: &Request, started: Instant) -> io::Res
             }
         }
     }
-    let reports = status
+    Ok((out, err, parse_reports(&status)))
+}
+
+fn parse_reports(status: &[u8]) -> Vec<Report> {
+    status
         .split(|b| *b == b'\n')
         .filter(|line| !line.is_empty())
         .filter_map(|line| serde_json::from_slice(line).ok())
-        .collect();
-    Ok((out, err, reports))
+        .collect()
+}
+
+fn helper_pid(status: &[u8]) -> Option<u32> {
+    parse_reports(status)
+        .into_iter()
+        .find_map(|report| match report {
+            Report::Started { pid } => Some(pid),
+            _ => None,
+        })
 }
 
 /// Where throw-away snapshots go: beside the user's cache, never inside a workspace.
@@ -461,12 +520,4 @@ pub(crate) fn fresh_snapshot_dir(base: &Path) -> PathBuf {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
-}
-
-impl Drop for Helper {
-    /// An idle helper reads end of file and exits; a used one was already waited for.
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -71,12 +71,18 @@ impl Pool {
             .map_err(|_| SandboxError::Protocol("the pool is closed".to_owned()))?;
         let pool = Arc::clone(self);
         let result = tokio::task::spawn_blocking(move || {
-            // A burst larger than the prepared helpers prepares the rest on the spot.
-            let prepared = match pool.take_helper() {
+            // A burst larger than the prepared zygotes prepares the rest on the spot.
+            let mut prepared = match pool.take_helper() {
                 Some(prepared) => prepared,
                 None => pool.backend.prepare()?,
             };
-            let outcome = pool.backend.run_prepared(prepared, &request);
+            let outcome = pool.backend.run_prepared(&mut prepared, &request);
+            // The zygote serves the next run too, unless it died with this one.
+            if prepared.is_alive()
+                && let Ok(mut helpers) = pool.helpers.lock()
+            {
+                helpers.push(prepared);
+            }
             drop(permit);
             outcome
         })

@@ -1,6 +1,7 @@
-//! What the runner tells the helper (a length-prefixed JSON document on the helper's stdin)
-//! and what the helper reports back (JSON lines on the status pipe, fd 3): the only contract
-//! between the two halves of a run, which live in different processes.
+//! What the runner tells the zygote (a length-prefixed JSON document and the run's four pipe
+//! ends, on the zygote's socket) and what the helper reports back (JSON lines on the status
+//! pipe, its fd 3): the only contract between the two halves of a run, which live in
+//! different processes.
 
 use std::path::PathBuf;
 
@@ -57,6 +58,8 @@ pub(crate) struct Rlimits {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Report {
+    /// The helper for this run exists (its pid, for the runner's last-resort kill).
+    Started { pid: u32 },
     /// The sandbox could not be set up; the command never ran.
     SetupFailed { stage: String, error: String },
     /// How far landlock could be enforced by this kernel.
