@@ -946,12 +946,12 @@ fn a_burst_through_the_pool_runs_every_command_within_the_concurrency_limit() {
         backend(),
         PoolConfig {
             concurrency: 3,
-            warm_helpers: 2,
+            warm_zygotes: 2,
             spare_snapshots: 1,
             snapshot_base: fx.dir.path().join("cache/pool"),
         },
     );
-    assert_eq!(pool.idle_helpers(), 2);
+    assert_eq!(pool.idle_zygotes(), 2);
     let ws = fx.ws();
     let outcomes = runtime.block_on(async {
         let runs = (0..12).map(|i| {

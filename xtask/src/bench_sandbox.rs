@@ -72,7 +72,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         LocalBackend::with_helper(wright.clone()),
         PoolConfig {
             concurrency: PARALLEL,
-            warm_helpers: PARALLEL,
+            warm_zygotes: PARALLEL,
             spare_snapshots: 2,
             snapshot_base: work.join("layers"),
         },
@@ -217,7 +217,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     drop(pool);
     let prepared = backend.prepare()?;
     std::thread::sleep(Duration::from_millis(200));
-    let idle_helper = pss_kb(prepared.pid());
+    let idle_zygote = pss_kb(prepared.pid());
     drop(prepared);
     let wright_idle = idle_sandbox_pss(
         || {
@@ -259,10 +259,13 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     for (name, data) in [
         ("bubblewrap", &bwrap),
         (
-            "wright, pool (helper and cgroup prepared ahead; the server's path)",
+            "wright, pool (zygotes in their cgroups, ready; the server's path)",
             &pooled,
         ),
-        ("wright, library call without the pool", &direct),
+        (
+            "wright, library call without the pool (a zygote started per run)",
+            &direct,
+        ),
         ("`wright sandbox run` (a whole CLI process)", &cli),
     ] {
         let _ = writeln!(
@@ -307,7 +310,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     );
     let _ = writeln!(
         out,
-        "| memory per idle sandbox (PSS, the command itself excluded) | KiB |\n|---|---|\n| bubblewrap running `sleep` | {bwrap_idle} |\n| wright running `sleep` (helper + init) | {wright_idle} |\n| wright pool, a prepared helper waiting for its command | {idle_helper} |"
+        "| memory per idle sandbox (PSS, the command itself excluded) | KiB |\n|---|---|\n| bubblewrap running `sleep` | {bwrap_idle} |\n| wright running `sleep` (zygote + helper + init) | {wright_idle} |\n| wright pool, an idle zygote | {idle_zygote} |"
     );
     let _ = write!(
         out,

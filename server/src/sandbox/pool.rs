@@ -1,8 +1,8 @@
 //! The pool: a concurrency limit with a first-come queue in front of the backend, and the
-//! parts of a run that can be prepared ahead — helper processes already started and waiting
-//! for their specification, and empty snapshot layers — refilled in the background after each
-//! use, so a burst of commands or sessions finds them ready and start latency stays flat.
-//! Used snapshot layers are deleted in the background, never on a command's path.
+//! parts of a run that can be prepared ahead — zygotes already started in their cgroups
+//! (each serves one run at a time, then the next) and empty snapshot layers — refilled in the
+//! background, so a burst of commands or sessions finds them ready and start latency stays
+//! flat. Used snapshot layers are deleted in the background, never on a command's path.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,8 +20,8 @@ use super::{LocalBackend, Outcome, Prepared, Request, SandboxError, Snapshot};
 pub struct PoolConfig {
     /// Commands running at once; more wait in order.
     pub concurrency: usize,
-    /// Helpers kept started, in their cgroups, idle.
-    pub warm_helpers: usize,
+    /// Zygotes kept started, in their cgroups, idle.
+    pub warm_zygotes: usize,
     /// Empty snapshot layers kept ready.
     pub spare_snapshots: usize,
     /// Where snapshot layers live.
@@ -33,20 +33,20 @@ pub struct Pool {
     backend: Arc<LocalBackend>,
     permits: Arc<Semaphore>,
     config: PoolConfig,
-    helpers: Mutex<Vec<Prepared>>,
+    zygotes: Mutex<Vec<Prepared>>,
     snapshots: Mutex<Vec<PathBuf>>,
     refilling: AtomicBool,
 }
 
 impl Pool {
-    /// Creates the pool and prepares its first helpers and layers (synchronously, so the
+    /// Creates the pool and prepares its first zygotes and layers (synchronously, so the
     /// first commands already find them).
     pub fn new(backend: LocalBackend, config: PoolConfig) -> Arc<Self> {
         let pool = Arc::new(Self {
             backend: Arc::new(backend),
             permits: Arc::new(Semaphore::new(config.concurrency.max(1))),
             config,
-            helpers: Mutex::new(Vec::new()),
+            zygotes: Mutex::new(Vec::new()),
             snapshots: Mutex::new(Vec::new()),
             refilling: AtomicBool::new(false),
         });
@@ -59,8 +59,8 @@ impl Pool {
     }
 
     /// Helpers idle right now.
-    pub fn idle_helpers(&self) -> usize {
-        self.helpers.lock().map_or(0, |h| h.len())
+    pub fn idle_zygotes(&self) -> usize {
+        self.zygotes.lock().map_or(0, |h| h.len())
     }
 
     /// Runs one command when a slot is free (in arrival order).
@@ -72,16 +72,16 @@ impl Pool {
         let pool = Arc::clone(self);
         let result = tokio::task::spawn_blocking(move || {
             // A burst larger than the prepared zygotes prepares the rest on the spot.
-            let mut prepared = match pool.take_helper() {
+            let mut prepared = match pool.take_zygote() {
                 Some(prepared) => prepared,
                 None => pool.backend.prepare()?,
             };
             let outcome = pool.backend.run_prepared(&mut prepared, &request);
             // The zygote serves the next run too, unless it died with this one.
             if prepared.is_alive()
-                && let Ok(mut helpers) = pool.helpers.lock()
+                && let Ok(mut zygotes) = pool.zygotes.lock()
             {
-                helpers.push(prepared);
+                zygotes.push(prepared);
             }
             drop(permit);
             outcome
@@ -92,7 +92,7 @@ impl Pool {
         result
     }
 
-    /// Tops the prepared helpers and layers up off the caller's path; one refill at a time.
+    /// Tops the prepared zygotes and layers up off the caller's path; one refill at a time.
     fn refill_in_background(self: &Arc<Self>) {
         if self.refilling.swap(true, Ordering::AcqRel) {
             return;
@@ -133,28 +133,28 @@ impl Pool {
         });
     }
 
-    fn take_helper(&self) -> Option<Prepared> {
-        self.helpers.lock().ok()?.pop()
+    fn take_zygote(&self) -> Option<Prepared> {
+        self.zygotes.lock().ok()?.pop()
     }
 
-    /// Tops up the idle helpers and spare layers.
+    /// Tops up the idle zygotes and spare layers.
     fn refill(&self) {
         loop {
             let missing = self
-                .helpers
+                .zygotes
                 .lock()
-                .map_or(0, |h| self.config.warm_helpers.saturating_sub(h.len()));
+                .map_or(0, |h| self.config.warm_zygotes.saturating_sub(h.len()));
             if missing == 0 {
                 break;
             }
             match self.backend.prepare() {
-                Ok(helper) => {
-                    if let Ok(mut helpers) = self.helpers.lock() {
-                        helpers.push(helper);
+                Ok(prepared) => {
+                    if let Ok(mut zygotes) = self.zygotes.lock() {
+                        zygotes.push(prepared);
                     }
                 }
                 Err(err) => {
-                    tracing::warn!("starting a sandbox helper ahead: {err}");
+                    tracing::warn!("starting a sandbox zygote ahead: {err}");
                     break;
                 }
             }
