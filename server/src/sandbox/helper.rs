@@ -119,28 +119,31 @@ fn reap_helpers() {
 }
 
 /// One run's helper: puts the received pipe ends in place, then isolates and waits.
-fn serve(spec: Vec<u8>, [stdout, stderr, status, control]: [i32; 4]) -> i32 {
+fn serve(spec: Vec<u8>, received: [i32; 4]) -> i32 {
     // SAFETY: descriptor calls on descriptors this process owns; /dev/null is a valid path.
-    unsafe {
+    let control = unsafe {
         // The zygote's SIGCHLD handler is not the helper's business.
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        // Out of the way of 0 to 3 first, whatever numbers they arrived with (close-on-exec).
+        let [stdout, stderr, status, control] =
+            received.map(|fd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10));
+        for fd in received {
+            libc::close(fd);
+        }
         libc::dup2(stdout, 1);
         libc::dup2(stderr, 2);
-        libc::dup2(status, STATUS_FD);
-        // The status pipe must reach the init (fork keeps it) but not the command (exec
-        // drops it); the control channel stays with this helper only.
-        libc::fcntl(STATUS_FD, libc::F_SETFD, libc::FD_CLOEXEC);
-        libc::fcntl(control, libc::F_SETFD, libc::FD_CLOEXEC);
+        // The status pipe must reach the init (fork keeps it) but not the command (exec drops
+        // it); the control channel stays with this helper only.
+        libc::dup3(status, STATUS_FD, libc::O_CLOEXEC);
         for fd in [stdout, stderr, status] {
-            if fd > STATUS_FD {
-                libc::close(fd);
-            }
+            libc::close(fd);
         }
         // The command's stdin is /dev/null (fd 0 was the zygote's socket).
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
         libc::dup2(null, 0);
         libc::close(null);
-    }
+        control
+    };
     report(&Report::Started {
         pid: std::process::id(),
     });
