@@ -5,7 +5,7 @@
 //! with 32 in parallel, and memory per idle sandbox. `bench.rs` records the section.
 //!
 //! Runs from a release build (handed over like `bench index`), so the runner's own code is
-//! optimised; the helper is the release `wright` binary.
+//! optimised; the zygote is the release `wright` binary.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -213,7 +213,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     let bwrap_rate = PARALLEL_COMMANDS as f64 / t.elapsed().as_secs_f64();
 
     progress("memory per idle sandbox");
-    // The pool's idle helpers would be counted as this process's children.
+    // The pool's idle zygotes would be counted as this process's children.
     drop(pool);
     let prepared = backend.prepare()?;
     std::thread::sleep(Duration::from_millis(200));
@@ -243,8 +243,8 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         "Peer: {bwrap_version}, `bwrap --unshare-user --unshare-pid --unshare-net --unshare-ipc \
          --unshare-uts --die-with-parent --new-session --ro-bind / / --bind WS WS --tmpfs /tmp \
          --dev /dev --proc /proc --clearenv --chdir WS true`. wright adds what bubblewrap does \
-         not do here: landlock, a seccomp filter, capabilities dropped, a cgroup per run \
-         ({}) and rlimits. Start overhead is the wall time of a sandboxed `true` minus the \
+         not do here: landlock, a seccomp filter, capabilities dropped, a cgroup per zygote, \
+         which serves one run at a time ({}), and rlimits. Start overhead is the wall time of a sandboxed `true` minus the \
          median of a bare `true` ({:.2} ms).\n",
         backend.cgroups().describe(),
         ms(percentile(&bare, 0.5)),

@@ -5,7 +5,8 @@
 //! output captured with a cap.
 //!
 //! `Backend` is the seam for where sandboxes run; `LocalBackend` runs them on this machine
-//! through a re-executed helper (`helper.rs`), `Pool` schedules runs and prepares their
+//! through a re-executed zygote that forks a helper per run (`helper.rs`), `Pool` schedules
+//! runs and prepares their
 //! resources ahead, `Snapshot` is a session's overlay layer, `escalation` recognises what the
 //! sandbox refused, and `probe` tells `wright doctor` which primitives this machine has.
 
@@ -202,7 +203,7 @@ impl Outcome {
 /// Why a run could not happen (a command that ran and failed is an `Outcome`, not this).
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    #[error("starting the sandbox helper: {0}")]
+    #[error("starting the sandbox's zygote: {0}")]
     Spawn(std::io::Error),
     #[error("preparing the sandbox: {0}")]
     Prepare(std::io::Error),
