@@ -286,7 +286,11 @@ impl LocalBackend {
         }
         match signal {
             Some(libc::SIGXCPU) => exceeded.push(Exceeded::CpuTime),
-            Some(libc::SIGKILL) if cpu_ms / 1000 >= limits.cpu_seconds() => {
+            // RLIMIT_CPU's hard limit is a SIGKILL; an out-of-memory kill is one too.
+            Some(libc::SIGKILL)
+                if !exceeded.contains(&Exceeded::Memory)
+                    && cpu_ms / 1000 >= limits.cpu_seconds() =>
+            {
                 exceeded.push(Exceeded::CpuTime)
             }
             Some(libc::SIGXFSZ) => exceeded.push(Exceeded::FileSize),
