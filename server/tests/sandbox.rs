@@ -480,6 +480,39 @@ fn memory_beyond_the_limit_kills_the_command() {
 }
 
 #[test]
+fn cpu_time_and_file_size_are_bounded() {
+    if !available("cpu_and_file_size", ISOLATION) {
+        return;
+    }
+    let fx = Fixture::new("cpu-fsize");
+    let backend = backend();
+    let limited = |script: &str| Request {
+        argv: vec!["sh".into(), "-c".into(), script.into()],
+        workspace: fx.ws(),
+        limits: Limits {
+            timeout: Duration::from_secs(20),
+            cpu_seconds: Some(1),
+            file_size_bytes: 1 << 20,
+            ..Limits::default()
+        },
+        ..Request::default()
+    };
+    let started = Instant::now();
+    let spin = backend.run(&limited("while :; do :; done")).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(spin.exceeded.contains(&Exceeded::CpuTime), "{spin:?}");
+    assert!(!spin.timed_out);
+    let big = backend
+        .run(&limited("head -c 3000000 /dev/zero > big"))
+        .unwrap();
+    assert!(big.exceeded.contains(&Exceeded::FileSize), "{big:?}");
+    assert_eq!(
+        std::fs::metadata(fx.ws().join("big")).unwrap().len(),
+        1 << 20
+    );
+}
+
+#[test]
 fn a_process_flood_is_bounded() {
     if !available("processes", ISOLATION) {
         return;

@@ -284,11 +284,16 @@ impl LocalBackend {
                 exceeded.push(Exceeded::Processes);
             }
         }
-        match signal {
+        // A shell reports its child's death by signal N as the status 128+N.
+        let reported = signal.or((129..=128 + 64)
+            .contains(&exit_code)
+            .then(|| exit_code - 128));
+        match reported {
             Some(libc::SIGXCPU) => exceeded.push(Exceeded::CpuTime),
             // RLIMIT_CPU's hard limit is a SIGKILL; an out-of-memory kill is one too.
             Some(libc::SIGKILL)
-                if !exceeded.contains(&Exceeded::Memory)
+                if signal.is_some()
+                    && !exceeded.contains(&Exceeded::Memory)
                     && cpu_ms / 1000 >= limits.cpu_seconds() =>
             {
                 exceeded.push(Exceeded::CpuTime)
