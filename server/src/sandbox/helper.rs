@@ -1,5 +1,5 @@
-//! The helper processes: `wright __sandbox-exec`, re-executed fresh and single-threaded,
-//! builds the isolation around each command and waits for it.
+//! The processes behind `wright __sandbox-exec`: the binary re-executed fresh (so
+//! single-threaded), which builds the isolation around each command and waits for it.
 //!
 //! Four processes take part, because the kernel imposes the order:
 //!

@@ -6,9 +6,9 @@
 //!
 //! `Backend` is the seam for where sandboxes run; `LocalBackend` runs them on this machine
 //! through a re-executed zygote that forks a helper per run (`helper.rs`), `Pool` schedules
-//! runs and prepares their
-//! resources ahead, `Snapshot` is a session's overlay layer, `escalation` recognises what the
-//! sandbox refused, and `probe` tells `wright doctor` which primitives this machine has.
+//! runs and prepares their resources ahead, `Snapshot` is a session's layer (an overlay, or a
+//! reflink copy), `escalation` recognises what the sandbox refused, and `probe` tells
+//! `wright doctor` which primitives this machine has.
 
 mod capture;
 mod cgroup;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Network;
 
-/// The internal subcommand `wright` is re-executed with to become the helper.
+/// The internal subcommand `wright` is re-executed with to become a zygote.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
 
 /// The setup stage whose failure means overlayfs cannot be used here.
