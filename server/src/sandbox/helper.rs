@@ -107,7 +107,11 @@ pub fn main() -> ! {
             unsafe { libc::close(fd) };
         }
     }
-    reap_helpers();
+    // Wait for every helper before leaving: an orphaned one would become the host init's
+    // zombie, and a zombie keeps the cgroup from being removed.
+    let mut status = 0;
+    // SAFETY: waiting for our own children.
+    while unsafe { libc::waitpid(-1, &mut status, 0) } > 0 {}
     std::process::exit(code)
 }
 

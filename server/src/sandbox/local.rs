@@ -61,7 +61,18 @@ struct Zygote {
 }
 
 impl Drop for Zygote {
+    /// Closing the socket lets the zygote reap its helpers and exit, so that none is left as
+    /// a zombie for the host's init (which may never reap it) holding the cgroup; a zygote
+    /// that does not exit soon (a run still going) is killed.
     fn drop(&mut self) {
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(None) => std::thread::sleep(Duration::from_micros(200)),
+                Ok(Some(_)) | Err(_) => return,
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
