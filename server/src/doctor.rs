@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::config::{self, Layers};
 use crate::index;
+use crate::sandbox::probe::{self, Primitive};
 
 /// The facts doctor reports, gathered once and rendered as text or JSON.
 pub struct Report {
@@ -15,6 +16,7 @@ pub struct Report {
     layers: Layers,
     index_dir: PathBuf,
     index: index::State,
+    sandbox: Vec<Primitive>,
 }
 
 impl Report {
@@ -22,12 +24,14 @@ impl Report {
     pub fn gather(root: &Path, log: String, env: &dyn Fn(&str) -> Option<String>) -> Self {
         let layers = Layers::load(config::user_file(env), &[root.to_path_buf()], env);
         let (index_dir, index) = index::state(&config::cache_dir(env), root);
+        let sandbox = probe::probe_all(&config::cache_dir(env).join("sandbox"));
         Self {
             root: root.to_path_buf(),
             log,
             layers,
             index_dir,
             index,
+            sandbox,
         }
     }
 
@@ -63,6 +67,11 @@ impl Report {
                 }
                 index::State::Stale(reason) => json!({"dir": self.index_dir, "state": "stale", "reason": reason}),
             },
+            "sandbox": self.sandbox.iter().map(|p| json!({
+                "name": p.name,
+                "available": p.available,
+                "detail": p.detail,
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -82,6 +91,15 @@ impl Report {
             index::State::Stale(reason) => format!("will be rebuilt: {reason}"),
         };
         let _ = writeln!(out, "index: {} ({index})", self.index_dir.display());
+        let _ = writeln!(out, "\nsandbox primitives:");
+        for primitive in &self.sandbox {
+            let state = if primitive.available {
+                "available"
+            } else {
+                "unavailable"
+            };
+            let _ = writeln!(out, "  {}: {state} ({})", primitive.name, primitive.detail);
+        }
         let _ = writeln!(out, "\nconfiguration files (later ones win):");
         let files: Vec<_> = self.layers.files().collect();
         if files.is_empty() {

@@ -15,6 +15,7 @@ pub mod llm;
 pub mod lsp;
 pub mod retrieval;
 pub mod router;
+pub mod sandbox;
 pub mod search;
 pub mod workspace;
 

@@ -2,7 +2,7 @@
 
 mod commands;
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -47,6 +47,11 @@ enum Command {
         /// Print one JSON document: {"applied", "files", "error"}.
         #[arg(long)]
         json: bool,
+    },
+    /// Run commands isolated: no network, writes only to the workspace and a private /tmp.
+    Sandbox {
+        #[command(subcommand)]
+        command: SandboxCommand,
     },
     /// Build or refresh the persistent symbol index of the workspace.
     Index {
@@ -118,9 +123,47 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum SandboxCommand {
+    /// Run CMD isolated under --root; the exit status is CMD's (124 on timeout).
+    Run {
+        /// Share the host's network for this command.
+        #[arg(long)]
+        allow_net: bool,
+        /// Wall time in seconds; then every process of the command is killed.
+        #[arg(long, default_value_t = 300.0, value_name = "S")]
+        timeout: f64,
+        /// Memory limit in MiB.
+        #[arg(long, default_value_t = 4096, value_name = "MB")]
+        memory: u64,
+        /// Write to a throw-away layer over the workspace and list the changed files.
+        #[arg(long)]
+        snapshot: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        /// The command and its arguments (after `--`).
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<String>,
+    },
+}
+
 const DEFAULT_FILTER: &str = "warn,wright=info";
 
 fn main() -> ExitCode {
+    // The sandbox's helper must stay single-threaded until it has unshared its namespaces:
+    // it branches off here, before argument parsing, logging or any runtime.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == wright::sandbox::HELPER_SUBCOMMAND)
+    {
+        wright::sandbox::helper_main();
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -186,6 +229,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", outcome.stdout);
             eprint!("{}", outcome.stderr);
             Ok(ExitCode::from(outcome.code))
+        }
+        Command::Sandbox {
+            command:
+                SandboxCommand::Run {
+                    allow_net,
+                    timeout,
+                    memory,
+                    snapshot,
+                    json,
+                    command,
+                },
+        } => {
+            if !(timeout.is_finite() && timeout > 0.0) {
+                anyhow::bail!("--timeout must be a positive number of seconds");
+            }
+            let options = wright::sandbox::command::Options {
+                allow_net,
+                timeout: std::time::Duration::from_secs_f64(timeout),
+                memory_mb: memory,
+                snapshot,
+                json,
+            };
+            let env = |var: &str| std::env::var(var).ok();
+            let printed = wright::sandbox::command::run(&root, command, &options, &env);
+            std::io::stdout().write_all(&printed.stdout)?;
+            std::io::stderr().write_all(&printed.stderr)?;
+            Ok(ExitCode::from(printed.code))
         }
         Command::Index { json } => {
             let workspace = commands::Workspace::load(root);

@@ -46,10 +46,14 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     pub fn new(name: &str) -> Self {
+        Self::new_in(&std::env::temp_dir(), name)
+    }
+
+    /// A fresh directory under `base`.
+    pub fn new_in(base: &Path, name: &str) -> Self {
         static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("wright-test-{name}-{}-{n}", std::process::id()));
+        let dir = base.join(format!("wright-test-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("creating a temp dir");
         // Canonical, so paths compare equal to what the server reports.

@@ -1,11 +1,16 @@
 //! `bench`: measurements, each a ratio against a named peer run in the same invocation,
 //! recorded with the command that produced them in `docs/benchmarks.md`.
 
-use anyhow::bail;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, bail};
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
-        bail!("which bench? `retrieval`, `edit`, `index`, `llm`, `compaction` or `agent`");
+        bail!(
+            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent` or `sandbox`"
+        );
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
     let body = match name.as_str() {
@@ -19,10 +24,14 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             // Handed over to the release build, which recorded its section.
             None => return Ok(()),
         },
+        "sandbox" => match crate::bench_sandbox::run(&args[1..])? {
+            Some(body) => body,
+            None => return Ok(()),
+        },
         other => {
             bail!(
                 "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction` and `agent`"
+                 `compaction`, `agent` and `sandbox`"
             )
         }
     };
@@ -64,5 +73,34 @@ pub fn record(name: &str, command: &str, body: &str) -> anyhow::Result<()> {
     };
     std::fs::write(&path, updated)?;
     println!("recorded in {}", path.display());
+    Ok(())
+}
+
+/// Builds `wright` and this task in release mode and runs the release build of the task, for
+/// benches that time optimised code (the release build records its section itself).
+pub fn hand_over_to_release(name: &str, args: &[String]) -> anyhow::Result<()> {
+    eprintln!("bench {name}: building wright and xtask in release mode");
+    let root = crate::project_root();
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "-p", "wright", "-p", "xtask"])
+        .current_dir(&root)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo build --release failed");
+    }
+    let exe = std::env::current_exe()?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("the xtask binary lives in target/debug")?;
+    let status = Command::new(target.join("release/xtask"))
+        .args(["bench", name])
+        .args(args)
+        .status()
+        .context("running the release build of xtask")?;
+    if !status.success() {
+        bail!("the benchmark failed");
+    }
     Ok(())
 }

@@ -75,7 +75,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     }
     let tools = check_tools()?;
     if cfg!(debug_assertions) {
-        return hand_over_to_release(args).map(|()| None);
+        return crate::bench::hand_over_to_release("index", args).map(|()| None);
     }
     let exe = std::env::current_exe()?;
     let target_release = exe.parent().context("the xtask binary has a folder")?;
@@ -407,34 +407,6 @@ fn check_tools() -> anyhow::Result<String> {
         ctags.unwrap_or_default(),
         rg.unwrap_or_default()
     ))
-}
-
-/// Builds `wright` and this task in release mode and runs the release build of the task.
-fn hand_over_to_release(args: &[String]) -> anyhow::Result<()> {
-    progress("building wright and xtask in release mode");
-    let root = crate::project_root();
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "-p", "wright", "-p", "xtask"])
-        .current_dir(&root)
-        .status()
-        .context("running cargo")?;
-    if !status.success() {
-        bail!("cargo build --release failed");
-    }
-    let exe = std::env::current_exe()?;
-    let target = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("the xtask binary lives in target/debug")?;
-    let status = Command::new(target.join("release/xtask"))
-        .args(["bench", "index"])
-        .args(args)
-        .status()
-        .context("running the release build of xtask")?;
-    if !status.success() {
-        bail!("the benchmark failed");
-    }
-    Ok(())
 }
 
 /// Copies crate folders of the cargo registry, in name order, until [`CORPUS_BYTES`].

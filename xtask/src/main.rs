@@ -7,6 +7,7 @@ mod bench_edit;
 mod bench_index;
 mod bench_llm;
 mod bench_retrieval;
+mod bench_sandbox;
 mod codegen;
 mod demo;
 mod fuzz;
@@ -36,6 +37,8 @@ tasks:
                    writes docs/benchmarks.md
   bench agent      the agent harness's overhead per step over a 100-step session on an
                    instant model, and its peak memory; writes docs/benchmarks.md
+  bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
+                   against bubblewrap [--runs N]; writes docs/benchmarks.md
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 

@@ -1,0 +1,125 @@
+//! The environment a sandboxed command gets: only variables on an allow-list, and never one
+//! whose name looks like a credential, whatever the allow-list or the caller says.
+
+/// Variables passed through from the server's environment when set.
+const ALLOWED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "COLORTERM",
+    "NO_COLOR",
+    "CLICOLOR",
+    "FORCE_COLOR",
+    "COLUMNS",
+    "CI",
+    "SOURCE_DATE_EPOCH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOPATH",
+    "GOROOT",
+    "GOFLAGS",
+    "JAVA_HOME",
+    "VIRTUAL_ENV",
+    "PYENV_ROOT",
+    "NODE_PATH",
+    "CC",
+    "CXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "LDFLAGS",
+    "PKG_CONFIG_PATH",
+];
+
+/// Name fragments that mark a credential; such a variable is never passed.
+const SECRET_MARKS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "SESSION",
+];
+
+/// Whether a variable name looks like it holds a credential.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_MARKS.iter().any(|mark| upper.contains(mark))
+}
+
+/// The command's environment: allowed variables from `host`, then `extra` (the caller's own,
+/// e.g. a test filter), with credentials removed from both; TMPDIR points at the private /tmp.
+pub fn build(
+    host: impl IntoIterator<Item = (String, String)>,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = host
+        .into_iter()
+        .filter(|(name, _)| ALLOWED.contains(&name.as_str()) || name.starts_with("LC_"))
+        .chain(extra.iter().cloned())
+        .filter(|(name, _)| !looks_secret(name))
+        .collect();
+    env.retain(|(name, _)| name != "TMPDIR");
+    env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push((
+            "PATH".to_owned(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
+        ));
+    }
+    // Later entries win, as they would in a shell.
+    let mut seen = std::collections::HashSet::new();
+    let mut deduped: Vec<_> = env
+        .into_iter()
+        .rev()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .collect();
+    deduped.reverse();
+    deduped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn only_allowed_variables_pass_and_credentials_never() {
+        let host = pairs(&[
+            ("PATH", "/bin"),
+            ("LC_ALL", "C"),
+            ("OPENAI_API_KEY", "sk-1"),
+            ("GITHUB_TOKEN", "t"),
+            ("RANDOM_THING", "x"),
+            ("TMPDIR", "/host/tmp"),
+        ]);
+        let extra = pairs(&[("RUST_LOG", "debug"), ("AWS_SECRET_ACCESS_KEY", "s")]);
+        let env = build(host, &extra);
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["PATH", "LC_ALL", "RUST_LOG", "TMPDIR"]);
+        assert_eq!(env[3].1, "/tmp");
+    }
+
+    #[test]
+    fn a_missing_path_gets_a_default() {
+        let env = build(Vec::new(), &[]);
+        assert!(
+            env.iter()
+                .any(|(k, v)| k == "PATH" && v.contains("/usr/bin"))
+        );
+    }
+}

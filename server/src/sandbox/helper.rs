@@ -1,0 +1,920 @@
+//! The processes behind `wright __sandbox-exec`: the binary re-executed fresh (so
+//! single-threaded), which builds the isolation around each command and waits for it.
+//!
+//! Four processes take part, because the kernel imposes the order:
+//!
+//! 0. the zygote (the executed binary) stays in the host's namespaces and in its cgroup and
+//!    forks one helper per request it receives (see [`main`]);
+//! 1. the helper unshares the user, mount, pid, ipc, uts (and, unless the host network is
+//!    allowed, net) namespaces — `unshare(CLONE_NEWUSER)` requires a single-threaded caller,
+//!    which is why this runs before any runtime starts — maps its own uid and gid, and forks;
+//! 2. the child is pid 1 of the new pid namespace (the init): it builds the mount tree (the
+//!    workspace writable, everything else read-only, private /tmp, /dev and /proc), applies
+//!    landlock, forks the command and reaps until the command exits. When the init dies the
+//!    kernel kills everything left in the namespace, so killing it kills the whole tree;
+//! 3. the command: rlimits, capabilities dropped, the seccomp filters, exec.
+//!
+//! The helper enforces the wall time itself (and the runner's cancellation, signalled by
+//! closing the run's control pipe) by killing the init, so when the helper exits, no process
+//! of the run is left.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, Report, STATUS_FD};
+use super::{Network, landlock_rules, seccomp};
+
+/// A failed setup step: the stage names the step, for the error the runner reports.
+struct Failure {
+    stage: &'static str,
+    error: io::Error,
+}
+
+type Step<T> = Result<T, Failure>;
+
+fn fail(stage: &'static str) -> Failure {
+    Failure {
+        stage,
+        error: io::Error::last_os_error(),
+    }
+}
+
+/// Checks a libc return value (-1 is failure, with errno).
+fn check<T: Copy + PartialEq + From<i8>>(stage: &'static str, ret: T) -> Step<T> {
+    if ret == T::from(-1) {
+        Err(fail(stage))
+    } else {
+        Ok(ret)
+    }
+}
+
+fn cstring(stage: &'static str, path: &Path) -> Step<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Failure {
+        stage,
+        error: io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a path"),
+    })
+}
+
+/// Writes one report line to the status pipe; a single `write` under PIPE_BUF is atomic, so
+/// the helper's and the init's lines never interleave.
+fn report(message: &Report) {
+    let mut line = serde_json::to_vec(message).unwrap_or_default();
+    line.push(b'\n');
+    // SAFETY: writing a valid buffer to a descriptor; a closed pipe only returns an error.
+    unsafe { libc::write(STATUS_FD, line.as_ptr().cast(), line.len()) };
+}
+
+/// The helper's entry point, called by `main` before anything else runs. Never returns.
+///
+/// The process `main` starts is the zygote: it serves one run after another, each request a
+/// specification plus the run's four pipe ends (stdout, stderr, status, control) received on
+/// its stdin, a Unix socket, and forks one helper per run. Forking a small, already started
+/// process is much cheaper than executing the binary again, and the zygote stays in its
+/// cgroup, so runs need no cgroup move. It exits when the runner closes the socket.
+pub fn main() -> ! {
+    // A SIGCHLD handler (without SA_RESTART) interrupts the wait for the next request, so
+    // exited helpers are reaped at once rather than at the next request.
+    extern "C" fn wake(_: libc::c_int) {}
+    // SAFETY: installing a handler that does nothing, in a single-threaded process.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut());
+    }
+    let mut code = 0;
+    loop {
+        reap_helpers();
+        let (spec, fds) = match receive_request() {
+            Ok(Some(request)) => request,
+            Ok(None) => break,
+            Err(_) => {
+                code = 1;
+                break;
+            }
+        };
+        // SAFETY: the zygote is single-threaded, so the child may run arbitrary code.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = serve(spec, fds);
+            // SAFETY: leave without running exit handlers meant for the zygote.
+            unsafe { libc::_exit(code) }
+        }
+        for fd in fds {
+            // SAFETY: the descriptors were received for the child, which has its own copies.
+            unsafe { libc::close(fd) };
+        }
+    }
+    // Wait for every helper before leaving: an orphaned one would become the host init's
+    // zombie, and a zombie keeps the cgroup from being removed.
+    let mut status = 0;
+    // SAFETY: waiting for our own children.
+    while unsafe { libc::waitpid(-1, &mut status, 0) } > 0 {}
+    std::process::exit(code)
+}
+
+/// Collects exited helpers (their results travelled on their status pipes).
+fn reap_helpers() {
+    let mut status = 0;
+    // SAFETY: non-blocking waits for our own children.
+    while unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } > 0 {}
+}
+
+/// One run's helper: puts the received pipe ends in place, then isolates and waits.
+fn serve(spec: Vec<u8>, received: [i32; 4]) -> i32 {
+    // SAFETY: descriptor calls on descriptors this process owns; /dev/null is a valid path.
+    let control = unsafe {
+        // The zygote's SIGCHLD handler is not the helper's business.
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        // Out of the way of 0 to 3 first, whatever numbers they arrived with (close-on-exec).
+        let [stdout, stderr, status, control] =
+            received.map(|fd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10));
+        for fd in received {
+            libc::close(fd);
+        }
+        libc::dup2(stdout, 1);
+        libc::dup2(stderr, 2);
+        // The status pipe must reach the init (fork keeps it) but not the command (exec drops
+        // it); the control channel stays with this helper only.
+        libc::dup3(status, STATUS_FD, libc::O_CLOEXEC);
+        for fd in [stdout, stderr, status] {
+            libc::close(fd);
+        }
+        // The command's stdin is /dev/null (fd 0 was the zygote's socket).
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        libc::dup2(null, 0);
+        libc::close(null);
+        control
+    };
+    report(&Report::Started {
+        pid: std::process::id(),
+    });
+    let result = serde_json::from_slice::<HelperSpec>(&spec)
+        .map_err(|error| Failure {
+            stage: "reading the specification",
+            error: io::Error::new(io::ErrorKind::InvalidData, error),
+        })
+        .and_then(|spec| run(&spec, control));
+    match result {
+        Ok(code) => code,
+        Err(failure) => {
+            report(&Report::SetupFailed {
+                stage: failure.stage.to_owned(),
+                error: failure.error.to_string(),
+            });
+            125
+        }
+    }
+}
+
+/// Receives one request from the socket on fd 0: an 8-byte little-endian length carrying the
+/// four descriptors, then that many bytes of JSON. `None` when the runner closed the socket.
+fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 4])>> {
+    let mut length = [0u8; 8];
+    // Room for one SCM_RIGHTS message of four descriptors.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: length.as_mut_ptr().cast(),
+        iov_len: length.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; the pointers below outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = std::mem::size_of_val(&control);
+    let received = loop {
+        // SAFETY: a valid msghdr; descriptors received are close-on-exec.
+        let n = unsafe { libc::recvmsg(0, &mut message, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n as usize;
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+        reap_helpers();
+    };
+    if received == 0 {
+        return Ok(None);
+    }
+    let mut fds = [-1; 4];
+    // SAFETY: walking the control messages the kernel filled in.
+    unsafe {
+        let header = libc::CMSG_FIRSTHDR(&message);
+        if !header.is_null()
+            && (*header).cmsg_level == libc::SOL_SOCKET
+            && (*header).cmsg_type == libc::SCM_RIGHTS
+        {
+            let data = libc::CMSG_DATA(header).cast::<i32>();
+            let count = ((*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
+            for (i, slot) in fds.iter_mut().enumerate().take(count.min(4)) {
+                *slot = std::ptr::read_unaligned(data.add(i));
+            }
+        }
+    }
+    if fds.contains(&-1) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a request without its four descriptors",
+        ));
+    }
+    if received < length.len() {
+        read_exact(&mut length[received..]).map_err(io::Error::other)?;
+    }
+    let length = u64::from_le_bytes(length);
+    if length > MAX_SPEC_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a specification of {length} bytes"),
+        ));
+    }
+    let mut json = vec![0u8; length as usize];
+    read_exact(&mut json).map_err(io::Error::other)?;
+    Ok(Some((json, fds)))
+}
+
+/// The largest specification accepted (arguments and environment included).
+const MAX_SPEC_BYTES: u64 = 16 << 20;
+
+/// Reads exactly `buf.len()` bytes from the zygote's socket.
+fn read_exact(buf: &mut [u8]) -> Result<(), String> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        // SAFETY: reading into the unfilled part of a valid buffer.
+        let n = unsafe { libc::read(0, buf[filled..].as_mut_ptr().cast(), buf.len() - filled) };
+        match n {
+            0 => return Err("the socket closed inside a request".to_owned()),
+            n if n > 0 => filled += n as usize,
+            _ => {
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err(error.to_string());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let mut flags = libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS;
+    if spec.network != Network::Host {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: this process is single-threaded (main calls us before any thread starts).
+    check("unsharing namespaces", unsafe { libc::unshare(flags) })?;
+    // Map our own ids only: no privilege is needed for that, and it keeps files the command
+    // creates owned by the user. setgroups must be denied before an unprivileged gid_map.
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|error| Failure {
+            stage: "mapping user and group ids",
+            error,
+        })
+    };
+    write("/proc/self/setgroups", "deny".to_owned())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+
+    let filter = seccomp::compile(spec.network).map_err(|error| Failure {
+        stage: "compiling the seccomp filter",
+        error: io::Error::other(error.to_string()),
+    })?;
+
+    // The init holds the write end of this pipe (close-on-exec, so the command does not): its
+    // end of file tells us the init, and so the whole namespace, is gone.
+    let mut alive = [0; 2];
+    // SAFETY: a valid two-element array.
+    check("creating a pipe", unsafe {
+        libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC)
+    })?;
+    let start = Instant::now();
+    // SAFETY: single-threaded, so the child may run arbitrary code after fork.
+    let init = check("forking the init", unsafe { libc::fork() })?;
+    if init == 0 {
+        // SAFETY: closing descriptors the init must not keep.
+        unsafe {
+            libc::close(alive[0]);
+            libc::close(control);
+        }
+        let code = init_main(spec, &filter);
+        // SAFETY: leave without running the parent's exit handlers twice.
+        unsafe { libc::_exit(code) }
+    }
+    // SAFETY: the init has its own copy.
+    unsafe { libc::close(alive[1]) };
+
+    let deadline = start + Duration::from_millis(spec.timeout_ms);
+    let (mut timed_out, mut cancelled) = (false, false);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            timed_out = true;
+            break;
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd: alive[0],
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: control,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let millis = left.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: a valid array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, millis.max(1)) };
+        if n < 0 {
+            continue; // EINTR
+        }
+        if fds[0].revents != 0 {
+            break;
+        }
+        if fds[1].revents != 0 {
+            let mut buf = [0u8; 64];
+            // SAFETY: reading into a valid buffer.
+            let read = unsafe { libc::read(control, buf.as_mut_ptr().cast(), buf.len()) };
+            if read <= 0 {
+                cancelled = true;
+                break;
+            }
+        }
+    }
+    if timed_out || cancelled {
+        // SAFETY: the init is our child; SIGKILL to a pid namespace's init from its parent
+        // namespace is always delivered, and its death takes the namespace with it.
+        unsafe { libc::kill(init, libc::SIGKILL) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(init, &mut status, 0) } < 0 {
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let millis = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    report(&Report::Finished {
+        timed_out,
+        cancelled,
+        cpu_ms: millis(usage.ru_utime) + millis(usage.ru_stime),
+        max_rss_kb: usage.ru_maxrss as u64,
+    });
+    Ok(0)
+}
+
+/// The init: pid 1 of the run's pid namespace.
+fn init_main(spec: &HelperSpec, filter: &seccomp::Program) -> i32 {
+    // SAFETY: plain process-attribute calls.
+    unsafe {
+        // If the helper is killed (the runner's last resort), take the namespace down too.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // No controlling terminal: nothing can be injected into the user's.
+        libc::setsid();
+    }
+    if let Err(failure) = build_mount_tree(spec).and_then(|()| network(spec)) {
+        report(&Report::SetupFailed {
+            stage: failure.stage.to_owned(),
+            error: failure.error.to_string(),
+        });
+        return 125;
+    }
+    let _ = hostname();
+    match landlock_rules::restrict(spec) {
+        Ok(status) => report(&Report::Landlock { status }),
+        Err(error) => {
+            report(&Report::SetupFailed {
+                stage: "applying landlock".to_owned(),
+                error,
+            });
+            return 125;
+        }
+    }
+    // SAFETY: the init is single-threaded.
+    let command = unsafe { libc::fork() };
+    if command < 0 {
+        report(&Report::SetupFailed {
+            stage: "forking the command".to_owned(),
+            error: io::Error::last_os_error().to_string(),
+        });
+        return 125;
+    }
+    if command == 0 {
+        exec_command(spec, filter);
+    }
+    // Reap everything (orphans re-parent to us) until the command itself exits; returning then
+    // ends the namespace and with it whatever the command left running.
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for any child of ours.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid == command {
+            report(&Report::Command {
+                wait_status: status,
+            });
+            return 0;
+        }
+        if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 125;
+        }
+    }
+}
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const OPEN_TREE_CLONE: libc::c_uint = 0x1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+fn mount_setattr(stage: &'static str, path: &CStr, recursive: bool, set: u64) -> Step<()> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    // SAFETY: a valid path and a mount_attr of the size passed.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(stage, ret).map(drop)
+}
+
+/// A detached copy of the mount tree at `path` (a bind mount not attached anywhere yet), so it
+/// survives /tmp or /dev being covered and is untouched by the read-only pass.
+fn clone_tree(stage: &'static str, path: &Path) -> Step<i32> {
+    let path = cstring(stage, path)?;
+    // SAFETY: a valid path.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+        )
+    };
+    check(stage, fd).map(|fd| fd as i32)
+}
+
+fn attach_tree(stage: &'static str, tree: i32, path: &Path) -> Step<()> {
+    let target = cstring(stage, path)?;
+    // SAFETY: a detached tree's descriptor and a valid target path.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    check(stage, ret)?;
+    // SAFETY: the descriptor is ours.
+    unsafe { libc::close(tree) };
+    Ok(())
+}
+
+fn mount(
+    stage: &'static str,
+    source: &CStr,
+    target: &Path,
+    fstype: &CStr,
+    flags: libc::c_ulong,
+    data: &str,
+) -> Step<()> {
+    let target = cstring(stage, target)?;
+    let data = CString::new(data).map_err(|_| Failure {
+        stage,
+        error: io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in mount options"),
+    })?;
+    // SAFETY: valid C strings.
+    let ret = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            flags,
+            data.as_ptr().cast(),
+        )
+    };
+    check(stage, ret).map(drop)
+}
+
+/// Overlay options separate paths with `,` and `:`; escape them as overlayfs expects.
+fn overlay_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        if matches!(c, ',' | ':' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Device nodes a command may use; bwrap's `--dev` offers the same set.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// The mount tree: the order matters at every step, as the comments say.
+fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
+    // Nothing we mount may propagate back to the host (a less privileged mount namespace
+    // already turns shared mounts into slaves; this makes it explicit).
+    mount(
+        "making mounts private",
+        c"none",
+        Path::new("/"),
+        c"",
+        libc::MS_REC | libc::MS_PRIVATE,
+        "",
+    )?;
+    // The snapshot is mounted over the workspace's own path, so paths inside are the paths
+    // outside. The upper directory must still be writable here, before the read-only pass.
+    let mut workspace_tree = spec.workspace.clone();
+    match &spec.layer {
+        Some(Layer::Overlay { upper, work }) => {
+            let options = format!(
+                "lowerdir={},upperdir={},workdir={},userxattr",
+                overlay_path(&spec.workspace),
+                overlay_path(upper),
+                overlay_path(work)
+            );
+            mount(
+                OVERLAY_STAGE,
+                c"overlay",
+                &spec.workspace,
+                c"overlay",
+                0,
+                &options,
+            )?;
+        }
+        Some(Layer::Copy { tree }) => workspace_tree = tree.clone(),
+        None => {}
+    }
+    // Detached copies of the writable trees and of the device nodes, taken before anything
+    // covers them (a workspace under /tmp is hidden by the private /tmp until re-attached).
+    let mut writable = vec![(
+        spec.workspace.clone(),
+        clone_tree("cloning the workspace", &workspace_tree)?,
+    )];
+    for path in &spec.extra_writable {
+        writable.push((path.clone(), clone_tree("cloning a writable path", path)?));
+    }
+    let mut devices = Vec::new();
+    for name in DEVICES {
+        let path = Path::new("/dev").join(name);
+        if let Ok(tree) = clone_tree("cloning a device", &path) {
+            devices.push((path, tree));
+        }
+    }
+    // Everything the namespace inherited becomes read-only, recursively, in one call.
+    mount_setattr("making the root read-only", c"/", true, MOUNT_ATTR_RDONLY)?;
+
+    let nosuid_nodev = libc::MS_NOSUID | libc::MS_NODEV;
+    // A /dev of our own: only the harmless devices, never the host's disks.
+    mount(
+        "mounting /dev",
+        c"tmpfs",
+        Path::new("/dev"),
+        c"tmpfs",
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        "mode=0755,size=64k",
+    )?;
+    for (path, tree) in devices {
+        std::fs::write(&path, b"").map_err(|error| Failure {
+            stage: "creating a device mount point",
+            error,
+        })?;
+        attach_tree("mounting a device", tree, &path)?;
+    }
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        let _ = std::os::unix::fs::symlink(target, Path::new("/dev").join(link));
+    }
+    make_dir(Path::new("/dev/shm"), 0o1777)?;
+    mount_setattr("making /dev read-only", c"/dev", false, MOUNT_ATTR_RDONLY)?;
+    mount(
+        "mounting /dev/shm",
+        c"tmpfs",
+        Path::new("/dev/shm"),
+        c"tmpfs",
+        nosuid_nodev,
+        "mode=1777",
+    )?;
+    mount(
+        "mounting the private /tmp",
+        c"tmpfs",
+        Path::new("/tmp"),
+        c"tmpfs",
+        nosuid_nodev,
+        "mode=1777",
+    )?;
+    // /proc of the new pid namespace: only the run's own processes are visible.
+    mount(
+        "mounting /proc",
+        c"proc",
+        Path::new("/proc"),
+        c"proc",
+        nosuid_nodev | libc::MS_NOEXEC,
+        "",
+    )?;
+    for (path, tree) in writable {
+        // Under a tmpfs the mount point must be made; elsewhere it exists already.
+        std::fs::create_dir_all(&path).map_err(|error| Failure {
+            stage: "making a mount point",
+            error,
+        })?;
+        attach_tree("attaching a writable tree", tree, &path)?;
+    }
+    Ok(())
+}
+
+fn make_dir(path: &Path, mode: u32) -> Step<()> {
+    let c = cstring("making a directory", path)?;
+    // SAFETY: a valid path; mkdir is not subject to the umask for the sticky bit, chmod is.
+    unsafe {
+        check("making a directory", libc::mkdir(c.as_ptr(), mode))?;
+        check("making a directory", libc::chmod(c.as_ptr(), mode))?;
+    }
+    Ok(())
+}
+
+/// A fresh network namespace has its loopback down; with loopback permission, bring it up so
+/// servers a command starts for itself (tests against localhost) work, while nothing outside
+/// is reachable.
+fn network(spec: &HelperSpec) -> Step<()> {
+    if spec.network != Network::Loopback {
+        return Ok(());
+    }
+    // SAFETY: an ifreq is plain data; the ioctls read and write it.
+    unsafe {
+        let socket = check(
+            "bringing up loopback",
+            libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0),
+        )?;
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+            *slot = *byte as libc::c_char;
+        }
+        check(
+            "bringing up loopback",
+            libc::ioctl(socket, libc::SIOCGIFFLAGS, &mut request),
+        )?;
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        check(
+            "bringing up loopback",
+            libc::ioctl(socket, libc::SIOCSIFFLAGS, &request),
+        )?;
+        libc::close(socket);
+    }
+    Ok(())
+}
+
+fn hostname() -> io::Result<()> {
+    let name = b"wright-sandbox";
+    // SAFETY: a valid buffer and length.
+    if unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The command's own process: limits, no capabilities, the filter, exec. Never returns.
+fn exec_command(spec: &HelperSpec, filter: &seccomp::Program) -> ! {
+    let name = spec.argv.first().map_or("", String::as_str);
+    let die = |what: &str, error: io::Error, code: i32| -> ! {
+        let message = format!("wright sandbox: {what}: {error}\n");
+        // SAFETY: writing a valid buffer to stderr, then leaving.
+        unsafe {
+            libc::write(2, message.as_ptr().cast(), message.len());
+            libc::_exit(code)
+        }
+    };
+    // Rust ignores SIGPIPE in its own programs and an ignored signal stays ignored across exec:
+    // restore the default (and an empty signal mask) so `yes | head` ends as in a shell.
+    // SAFETY: resetting dispositions and the mask of this single-threaded process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
+    if let Err(error) = std::env::set_current_dir(&spec.cwd) {
+        die(&format!("cd {}", spec.cwd.display()), error, 126);
+    }
+    if let Err(error) = set_rlimits(spec) {
+        die("setting limits", error, 126);
+    }
+    if let Err(error) = drop_capabilities() {
+        die("dropping capabilities", error, 126);
+    }
+    let path = match resolve(name, spec) {
+        Some(path) => path,
+        None => die(
+            name,
+            io::Error::new(io::ErrorKind::NotFound, "command not found"),
+            127,
+        ),
+    };
+    let to_c = |s: &[u8]| CString::new(s).unwrap_or_default();
+    let program = to_c(path.as_os_str().as_bytes());
+    let argv: Vec<CString> = spec.argv.iter().map(|a| to_c(a.as_bytes())).collect();
+    let envp: Vec<CString> = spec
+        .env
+        .iter()
+        .map(|(k, v)| to_c(format!("{k}={v}").as_bytes()))
+        .collect();
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|e| e.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    // Every descriptor but stdio closes at exec (landlock's, the status pipe, any leaked one).
+    // SAFETY: close_range with CLOEXEC only sets flags.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    // Last, because the filters also refuse calls the steps above make.
+    #[cfg(target_arch = "x86_64")]
+    let x32 = seccomp::x32_guard();
+    #[cfg(target_arch = "x86_64")]
+    let filters = [filter, &x32];
+    #[cfg(not(target_arch = "x86_64"))]
+    let filters = [filter];
+    for filter in filters {
+        if let Err(error) = seccompiler::apply_filter(filter) {
+            die(
+                "applying the seccomp filter",
+                io::Error::other(error.to_string()),
+                126,
+            );
+        }
+    }
+    // SAFETY: NUL-terminated arrays of valid C strings.
+    unsafe { libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr()) };
+    let error = io::Error::last_os_error();
+    let code = if error.kind() == io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    die(name, error, code)
+}
+
+/// `execvp`'s search, over the PATH the command is given (not the helper's own).
+fn resolve(name: &str, spec: &HelperSpec) -> Option<PathBuf> {
+    if name.is_empty() {
+        return None;
+    }
+    if name.contains('/') {
+        return Some(PathBuf::from(name));
+    }
+    let path = spec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    path.split(':')
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| Path::new(dir).join(name))
+        .find(|candidate| {
+            let Ok(c) = CString::new(candidate.as_os_str().as_bytes()) else {
+                return false;
+            };
+            // SAFETY: a valid path.
+            candidate.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
+        })
+}
+
+fn set_rlimits(spec: &HelperSpec) -> io::Result<()> {
+    let limits = spec.rlimits;
+    let set = |resource, soft: u64, hard: u64| {
+        let limit = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: a valid rlimit.
+        if unsafe { libc::setrlimit(resource, &limit) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    // SIGXCPU at the soft limit, SIGKILL a second later.
+    set(
+        libc::RLIMIT_CPU,
+        limits.cpu_seconds,
+        limits.cpu_seconds.saturating_add(1),
+    )?;
+    set(
+        libc::RLIMIT_FSIZE,
+        limits.file_size_bytes,
+        limits.file_size_bytes,
+    )?;
+    // Counted per user within the run's fresh user namespace; the pids cgroup is the real
+    // bound (root's own processes are exempt from RLIMIT_NPROC).
+    set(libc::RLIMIT_NPROC, limits.processes, limits.processes)?;
+    set(libc::RLIMIT_CORE, 0, 0)?;
+    if let Some(bytes) = limits.address_space_bytes {
+        set(libc::RLIMIT_AS, bytes, bytes)?;
+    }
+    Ok(())
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Drops every capability for good. The command runs as its user's own uid; for root that is
+/// uid 0 of the namespace, which exec would otherwise fill with capabilities again, so the
+/// securebits forbid that first, then the bounding and ambient sets and the current sets are
+/// emptied.
+fn drop_capabilities() -> io::Result<()> {
+    let last_cap: u32 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(40);
+    let securebits = libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED;
+    // SAFETY: prctl and capset with valid arguments.
+    unsafe {
+        if libc::prctl(libc::PR_SET_SECUREBITS, securebits as libc::c_ulong) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for cap in 0..=last_cap {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong);
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        let mut header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! What the runner tells the zygote (a length-prefixed JSON document and the run's four pipe
+//! ends, on the zygote's socket) and what the helper reports back (JSON lines on the status
+//! pipe, its fd 3): the only contract between the two halves of a run, which live in
+//! different processes.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::Network;
+
+/// The internal subcommand `wright` is re-executed with to become a zygote.
+pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
+
+/// The setup stage whose failure means overlayfs cannot be used here.
+pub(crate) const OVERLAY_STAGE: &str = "mounting the overlay snapshot";
+
+/// The file descriptor of the status pipe in the helper.
+pub(crate) const STATUS_FD: i32 = 3;
+
+/// Everything the helper needs to set up one isolated command.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct HelperSpec {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// The workspace: the first writable tree, and where the snapshot is mounted.
+    pub workspace: PathBuf,
+    /// Further trees the command may write (granted by escalation), besides /tmp.
+    pub extra_writable: Vec<PathBuf>,
+    pub cwd: PathBuf,
+    /// The snapshot layer the workspace is seen through; `None` runs in place.
+    pub layer: Option<Layer>,
+    pub network: Network,
+    pub timeout_ms: u64,
+    pub rlimits: Rlimits,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Layer {
+    /// An overlay: the workspace is the lower layer, writes go to `upper`.
+    Overlay { upper: PathBuf, work: PathBuf },
+    /// A reflink copy of the workspace, mounted in its place.
+    Copy { tree: PathBuf },
+}
+
+/// Per-process limits set with setrlimit just before exec.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct Rlimits {
+    pub cpu_seconds: u64,
+    pub file_size_bytes: u64,
+    pub processes: u64,
+    /// Address space: only when no memory cgroup can hold the limit.
+    pub address_space_bytes: Option<u64>,
+}
+
+/// One line on the status pipe.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Report {
+    /// The helper for this run exists (its pid, for the runner's last-resort kill).
+    Started { pid: u32 },
+    /// The sandbox could not be set up; the command never ran.
+    SetupFailed { stage: String, error: String },
+    /// How far landlock could be enforced by this kernel.
+    Landlock { status: String },
+    /// The command's raw wait status, reported by the namespace's init.
+    Command { wait_status: i32 },
+    /// The helper's last word: the whole tree is gone.
+    Finished {
+        timed_out: bool,
+        cancelled: bool,
+        cpu_ms: u64,
+        max_rss_kb: u64,
+    },
+}
