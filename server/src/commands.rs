@@ -428,7 +428,17 @@ pub async fn exec(
         index,
         walk: workspace.walk_options(),
         edits: target.clone(),
-        commands: None,
+        // Headless, the workspace itself is where commands write (as edits do).
+        commands: match agent::sandboxed::pool(&workspace.cache_dir) {
+            Ok(pool) => Some(Arc::new(agent::sandboxed::SandboxRunner::in_place(
+                pool,
+                &workspace.root,
+            ))),
+            Err(err) => {
+                eprintln!("wright: commands cannot run: {err}");
+                None
+            }
+        },
         test_command: workspace
             .config
             .get("agent.test_command")

@@ -442,3 +442,65 @@ fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history
             .contains("[masked tool output: read_file")
     );
 }
+
+#[test]
+fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
+    let dir = setup("exec-commands");
+    dir.write(
+        "ws/.wright/config.toml",
+        "[agent]\ntest_command = \"echo 2 passed, 1 failed; exit 3\"\n",
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let provider = ScriptedProvider::start();
+    let call = |id: &str, name: &str, arguments: Value| {
+        Turn::default().tool_call(id, name, &arguments.to_string())
+    };
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call(
+            "c1",
+            "run_command",
+            json!({"command": "echo made > made.txt && cat made.txt && echo $OPENAI_API_KEY"}),
+        ),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call("t1", "run_tests", json!({})),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call(
+            "n1",
+            "run_command",
+            json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'"), "timeout_secs": 10}),
+        ),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Ran them."])));
+    let out = exec(&dir, Some(&provider), &["run things", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        read(&dir, "made.txt"),
+        "made\n",
+        "in place: the workspace is writable"
+    );
+    let results = tool_results(&provider);
+    let result = |id: &str| &results.iter().find(|(call, _)| call == id).unwrap().1;
+    assert!(result("c1").contains("exit code 0"), "{}", result("c1"));
+    assert!(result("c1").contains("made\n"), "{}", result("c1"));
+    assert!(
+        !result("c1").contains("sk-exec-test-key"),
+        "no credentials inside: {}",
+        result("c1")
+    );
+    assert!(
+        result("t1").starts_with("$ echo 2 passed"),
+        "{}",
+        result("t1")
+    );
+    assert!(result("t1").contains("exit code 3"), "{}", result("t1"));
+    let refused = result("n1");
+    assert!(refused.contains("sandbox: "), "{refused}");
+    assert!(refused.contains("approval"), "{refused}");
+    drop(listener);
+}

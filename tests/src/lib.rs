@@ -384,7 +384,7 @@ impl Editor {
             let result = match method {
                 // The test answers edits itself (see `respond`): applying or refusing them is
                 // what agent tests are about.
-                "workspace/applyEdit" => {
+                "workspace/applyEdit" | "wright/requestApproval" => {
                     self.unread.push_back(message);
                     return;
                 }

@@ -420,3 +420,90 @@ fn review_mode_holds_edits_until_accepted_and_reject_drops_them() {
     assert!(auto.get("error").is_some(), "{auto}");
     editor.shutdown();
 }
+
+#[test]
+fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_network() {
+    let dir = TempDir::new("lsp-agent-commands");
+    dir.write("ws/src/lib.rs", "on disk\n");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let provider = ScriptedProvider::start();
+    let call = |id: &str, command: &str| {
+        Turn::default().tool_call(id, "run_command", &json!({"command": command}).to_string())
+    };
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call("c1", "cat src/lib.rs && echo built > out.txt"),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call(
+            "c2",
+            &format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'"),
+        ),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let root = dir.path().join("ws");
+    let spawn = Spawn {
+        root: Some(root.clone()),
+        env: vec![
+            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
+            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
+            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
+            (
+                "XDG_CACHE_HOME".into(),
+                dir.path().join("cache").display().to_string(),
+            ),
+            (
+                "XDG_DATA_HOME".into(),
+                dir.path().join("data").display().to_string(),
+            ),
+        ],
+        ..Spawn::default()
+    };
+    let mut init = Editor::init_params(&root);
+    init["capabilities"] = json!({
+        "workspace": {"workspaceEdit": {"documentChanges": true}},
+        "experimental": {"wrightRequestApproval": true},
+    });
+    let (mut editor, _) = Editor::start(&spawn, init);
+    let uri = file_uri(&root.join("src/lib.rs"));
+    editor.open(&uri, "rust", 1, "unsaved in the editor\n");
+    let run = editor.request("wright/agentRun", json!({"task": "build"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+
+    let ask = editor.expect("a wright/requestApproval request", |m| {
+        m["method"] == "wright/requestApproval" && m.get("id").is_some()
+    });
+    assert_eq!(ask["params"]["kind"], "network", "{ask}");
+    assert_eq!(ask["params"]["sessionId"], session.as_str());
+    editor.respond(&ask["id"], json!({"decision": "allow"}));
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+
+    let results = provider.requests()[2].json()["messages"].clone();
+    let results: Vec<&str> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        results[0].contains("unsaved in the editor"),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains("added out.txt"), "{}", results[0]);
+    assert!(
+        !root.join("out.txt").exists(),
+        "the snapshot keeps the workspace untouched"
+    );
+    assert!(results[1].contains("as the user allowed"), "{}", results[1]);
+    assert!(results[1].contains("exit code 0"), "{}", results[1]);
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "the allowed run reached the host listener"
+    );
+    editor.shutdown();
+}

@@ -10,6 +10,7 @@ pub mod events;
 pub mod exec;
 pub mod journal;
 pub mod prompt;
+pub mod sandboxed;
 pub mod session;
 pub mod tools;
 

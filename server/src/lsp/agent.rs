@@ -19,6 +19,7 @@ use tower_lsp_server::ls_types as lsp;
 use wright_protocol as proto;
 
 use super::convert;
+use crate::agent::sandboxed::{Approver, Decision, SandboxRunner};
 use crate::agent::tools::{EditTarget, ToolContext};
 use crate::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session};
 use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
@@ -194,6 +195,33 @@ impl EditorTarget {
             .push(Checkpoint::of(&plan));
         pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
         Ok(relative_names(proposals.keys()))
+    }
+
+    /// What commands must see besides the disk: the open buffers under the root, then (review
+    /// mode) the held proposals over them.
+    fn texts_for_commands(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut texts: BTreeMap<PathBuf, Vec<u8>> = {
+            let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+            buffers
+                .snapshot()
+                .into_iter()
+                .filter_map(|(key, document)| match key {
+                    DocumentKey::File(path) => {
+                        let relative = path.strip_prefix(&self.root).ok()?.to_path_buf();
+                        Some((relative, document.text().to_string().into_bytes()))
+                    }
+                    DocumentKey::Other(_) => None,
+                })
+                .collect()
+        };
+        if let Some(pending) = &self.review {
+            for (path, proposal) in pending.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                if let Some(text) = &proposal.proposed {
+                    texts.insert(path.clone(), text.clone().into_bytes());
+                }
+            }
+        }
+        texts.into_iter().collect()
     }
 
     /// Drops every held edit; the files they would have changed.
@@ -488,10 +516,13 @@ pub struct Start {
     pub data_dir: PathBuf,
     /// `applyMode: "review"`: hold the edits until `wright/editsAccept`.
     pub review: bool,
+    /// Where the sandbox's layers live.
+    pub cache_dir: PathBuf,
+    /// The client declared `experimental.wrightRequestApproval`.
+    pub approval_requests: bool,
 }
 
 impl Agents {
-    /// Starts a session on `task`; its id at once, the work in the background.
     /// Starts a session on `task`, or (`resume`) takes up an interrupted one from its
     /// journal, with its task and model; its id at once, the work in the background.
     pub fn start(
@@ -534,13 +565,14 @@ impl Agents {
             Some(id) => id.to_owned(),
             None => agent::journal::new_session_id("s"),
         };
+        let sandbox = session_sandbox(&start, &id, &target);
         let tools = Arc::new(ToolContext {
             root: start.root.clone(),
             overlay: target.overlay(),
             index: start.index.clone(),
             walk: start.walk,
             edits: target.clone(),
-            commands: None,
+            commands: sandbox.as_ref().map(|(runner, _)| Arc::clone(runner) as _),
             test_command: start.config.get("agent.test_command").map(str::to_owned),
             cancel: cancel.clone(),
             plan: Mutex::default(),
@@ -601,6 +633,14 @@ impl Agents {
         });
         tokio::spawn(async move {
             let _ = session.run().await;
+            drop(session);
+            // The session's snapshot layer goes back to the pool once nothing uses it.
+            if let Some((runner, (pool, snapshot))) = sandbox {
+                drop(runner);
+                if let Ok(snapshot) = Arc::try_unwrap(snapshot) {
+                    pool.recycle(snapshot.into_inner().unwrap_or_else(|e| e.into_inner()));
+                }
+            }
         });
         let client = start.client;
         let reporter_entry = Arc::clone(&entry);
@@ -775,6 +815,104 @@ impl Entry {
             _ => {}
         }
     }
+}
+
+/// A session's command runner: a snapshot of the workspace from the pool, which receives the
+/// open buffers under the root (and, in review mode, the held proposals) before each command.
+/// `None`, logged, when the sandbox cannot start: the session then has no command tools.
+#[allow(clippy::type_complexity)]
+fn session_sandbox(
+    start: &Start,
+    session: &str,
+    target: &Arc<EditorTarget>,
+) -> Option<(
+    Arc<SandboxRunner>,
+    (Arc<crate::sandbox::Pool>, crate::sandbox::SharedSnapshot),
+)> {
+    let pool = agent::sandboxed::pool(&start.cache_dir)
+        .inspect_err(|err| tracing::warn!("session {session} runs no commands: {err}"))
+        .ok()?;
+    let snapshot = pool
+        .new_snapshot(&start.root)
+        .inspect_err(|err| tracing::warn!("session {session} runs no commands: {err}"))
+        .ok()?;
+    let snapshot = Arc::new(Mutex::new(snapshot));
+    let target = Arc::clone(target);
+    let buffers: agent::sandboxed::BufferTexts = Box::new(move || target.texts_for_commands());
+    let runner = SandboxRunner::in_place(Arc::clone(&pool), &start.root)
+        .in_snapshot(Arc::clone(&snapshot), buffers)
+        .with_approver(Arc::new(EditorApprover {
+            client: start.client.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            session: session.to_owned(),
+            custom_request: start.approval_requests,
+        }));
+    Some((Arc::new(runner), (pool, snapshot)))
+}
+
+/// Approvals through the editor: `wright/requestApproval` for a client that declared it,
+/// `window/showMessageRequest` otherwise; no answer (Helix) is a denial.
+struct EditorApprover {
+    client: Client,
+    runtime: tokio::runtime::Handle,
+    session: String,
+    custom_request: bool,
+}
+
+impl Approver for EditorApprover {
+    fn ask(&self, kind: &str, command: &str, reason: &str) -> Decision {
+        let client = self.client.clone();
+        let params = proto::RequestApprovalParams {
+            session_id: self.session.clone(),
+            kind: kind.to_owned(),
+            command: Some(command.to_owned()),
+            reason: reason.to_owned(),
+        };
+        let custom = self.custom_request;
+        let answer = self.runtime.block_on(async move {
+            if custom {
+                let result = client
+                    .send_request::<RequestApprovalRequest>(params)
+                    .await
+                    .ok()?;
+                return Some(match result.decision.as_str() {
+                    "allow" => Decision::Allow,
+                    "allowAlways" => Decision::AllowAlways,
+                    _ => Decision::Deny,
+                });
+            }
+            let actions = ["Allow", "Allow always", "Deny"]
+                .map(|title| lsp::MessageActionItem {
+                    title: title.to_owned(),
+                    properties: HashMap::new(),
+                })
+                .to_vec();
+            let message = format!(
+                "wright: `{}` needs more than the sandbox allows: {}. Allow it?",
+                params.command.unwrap_or_default(),
+                params.reason
+            );
+            let chosen = client
+                .show_message_request(lsp::MessageType::WARNING, message, Some(actions))
+                .await
+                .ok()??;
+            Some(match chosen.title.as_str() {
+                "Allow" => Decision::Allow,
+                "Allow always" => Decision::AllowAlways,
+                _ => Decision::Deny,
+            })
+        });
+        answer.unwrap_or(Decision::Deny)
+    }
+}
+
+/// `wright/requestApproval`, as tower-lsp-server sends a request.
+enum RequestApprovalRequest {}
+
+impl lsp::request::Request for RequestApprovalRequest {
+    type Params = proto::RequestApprovalParams;
+    type Result = proto::RequestApprovalResult;
+    const METHOD: &'static str = proto::RequestApproval::METHOD;
 }
 
 fn status_name(status: FinalStatus) -> &'static str {

@@ -411,6 +411,12 @@ impl Backend {
                 == Some(true),
             data_dir: config::data_dir(&process_env),
             review,
+            cache_dir: config::cache_dir(&process_env),
+            approval_requests: capabilities
+                .and_then(|caps| caps.experimental.as_ref())
+                .and_then(|experimental| experimental.get("wrightRequestApproval"))
+                .and_then(Value::as_bool)
+                == Some(true),
         };
         let session_id = self
             .agents

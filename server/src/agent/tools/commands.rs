@@ -27,6 +27,11 @@ pub struct CommandOutput {
     /// The runner itself dropped part of the output (its own cap).
     pub truncated: bool,
     pub duration_ms: u64,
+    /// What the sandbox refused, and whether the command was run again with more.
+    pub note: Option<String>,
+    /// Files the command changed in the session's snapshot, each with its diff when it is
+    /// text: changes the agent may turn into edits.
+    pub changes: Vec<String>,
 }
 
 /// Runs shell commands for the agent: the sandbox in the product, scripted ones in tests.
@@ -103,6 +108,16 @@ fn report(command: &str, output: &CommandOutput) -> ToolOutput {
     }
     if output.truncated {
         out.push_str("(the sandbox kept only the head and tail of the output)\n");
+    }
+    if let Some(note) = &output.note {
+        let _ = writeln!(out, "sandbox: {note}");
+    }
+    if !output.changes.is_empty() {
+        out.push_str("--- files the command changed (in the session's snapshot, not the editor)\n");
+        out.push_str(&cap(&output.changes.join("\n")));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
     }
     let failed = output.timed_out || output.exit_code != Some(0);
     ToolOutput {

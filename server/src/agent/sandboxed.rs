@@ -1,0 +1,225 @@
+//! The agent's commands in the sandbox: `run_command` and `run_tests` become isolated runs
+//! through the process's pool — in the workspace itself for `wright exec`, in the session's
+//! snapshot for the editor (the editor's unsaved buffers written into it before each command,
+//! so commands see what the user sees). A run the sandbox refused (the network, a write
+//! outside, a limit) is re-run with that one permission widened only when the user allows it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use super::Cancel;
+use super::tools::{CommandOutput, CommandRunner};
+use crate::sandbox::escalation::{self, Widening};
+use crate::sandbox::pool::PoolConfig;
+use crate::sandbox::{
+    ChangeKind, Filesystem, Limits, LocalBackend, Outcome, Pool, Request, SharedSnapshot,
+};
+
+/// What the user answers when a command needs more than the sandbox allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// For the rest of the session.
+    AllowAlways,
+    Deny,
+}
+
+/// Asks the user (the editor's approval prompt). Blocking.
+pub trait Approver: Send + Sync {
+    /// `kind` is `network`, `write`, `time`, `memory` or `processes`.
+    fn ask(&self, kind: &str, command: &str, reason: &str) -> Decision;
+}
+
+/// The sandbox pool of this process, started on first use (its zygotes and spare layers are
+/// prepared once and serve every session).
+pub fn pool(cache_dir: &Path) -> Result<Arc<Pool>, String> {
+    static POOL: OnceLock<Result<Arc<Pool>, String>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let backend = LocalBackend::new().map_err(|err| format!("the sandbox: {err}"))?;
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        Ok(Pool::new(
+            backend,
+            PoolConfig {
+                concurrency: cores * 2,
+                warm_zygotes: 1,
+                spare_snapshots: 1,
+                snapshot_base: cache_dir.join("sandbox"),
+            },
+        ))
+    })
+    .clone()
+}
+
+/// The open buffers (and held proposals) to write into a snapshot: workspace-relative paths
+/// and their texts.
+pub type BufferTexts = Box<dyn Fn() -> Vec<(PathBuf, Vec<u8>)> + Send + Sync>;
+
+pub struct SandboxRunner {
+    pool: Arc<Pool>,
+    root: PathBuf,
+    runtime: tokio::runtime::Handle,
+    /// The session's snapshot and what to write into it before each command; `None` runs in
+    /// the workspace itself.
+    snapshot: Option<(SharedSnapshot, BufferTexts)>,
+    approver: Option<Arc<dyn Approver>>,
+    /// Widenings the user allowed for the rest of the session.
+    allowed: Mutex<Vec<Widening>>,
+}
+
+impl SandboxRunner {
+    /// Commands in the workspace itself (headless runs: the disk is the working copy).
+    pub fn in_place(pool: Arc<Pool>, root: &Path) -> Self {
+        Self {
+            pool,
+            root: root.to_path_buf(),
+            runtime: tokio::runtime::Handle::current(),
+            snapshot: None,
+            approver: None,
+            allowed: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Commands in `snapshot`, which receives `buffers` before each of them.
+    pub fn in_snapshot(mut self, snapshot: SharedSnapshot, buffers: BufferTexts) -> Self {
+        self.snapshot = Some((snapshot, buffers));
+        self
+    }
+
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    fn execute(&self, request: &Request) -> Result<Outcome, String> {
+        self.runtime
+            .block_on(self.pool.run(request.clone()))
+            .map_err(|err| err.to_string())
+    }
+}
+
+impl CommandRunner for SandboxRunner {
+    fn run(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<CommandOutput, String> {
+        let filesystem = match &self.snapshot {
+            Some((snapshot, buffers)) => {
+                snapshot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .write_buffers(&buffers())
+                    .map_err(|err| {
+                        format!("writing the editor's buffers into the snapshot: {err}")
+                    })?;
+                Filesystem::Snapshot(Arc::clone(snapshot))
+            }
+            None => Filesystem::InPlace,
+        };
+        let mut request = Request {
+            argv: vec!["sh".into(), "-c".into(), command.into()],
+            workspace: self.root.clone(),
+            filesystem,
+            limits: Limits {
+                timeout,
+                ..Limits::default()
+            },
+            cancel: Some(cancel.flag()),
+            ..Request::default()
+        };
+        for widening in self
+            .allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            escalation::widen(&mut request, widening);
+        }
+        let mut outcome = self.execute(&request)?;
+        let mut note = None;
+        if let Some(refusal) = escalation::classify(&request, &outcome)
+            && !outcome.cancelled
+        {
+            let reason = refusal.explain();
+            note = Some(match (refusal.widening(), &self.approver) {
+                (Some(widening), Some(approver)) => {
+                    match approver.ask(kind(&widening), command, &reason) {
+                        Decision::Deny => format!("{reason}; the user did not allow more"),
+                        decision => {
+                            if decision == Decision::AllowAlways {
+                                self.allowed
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .push(widening.clone());
+                            }
+                            escalation::widen(&mut request, &widening);
+                            outcome = self.execute(&request)?;
+                            format!(
+                                "{reason}; run again with {} as the user allowed",
+                                what(&widening)
+                            )
+                        }
+                    }
+                }
+                (Some(widening), None) => format!(
+                    "{reason}; {} needs the user's approval, which this session cannot ask for",
+                    what(&widening)
+                ),
+                (None, _) => reason,
+            });
+        }
+        Ok(output(&outcome, note))
+    }
+}
+
+fn kind(widening: &Widening) -> &'static str {
+    match widening {
+        Widening::AllowNetwork => "network",
+        Widening::Writable(_) => "write",
+        Widening::DoubleTimeout => "time",
+        Widening::DoubleMemory => "memory",
+        Widening::DoubleProcesses => "processes",
+    }
+}
+
+fn what(widening: &Widening) -> String {
+    match widening {
+        Widening::AllowNetwork => "the network".to_owned(),
+        Widening::Writable(path) => format!("{} writable", path.display()),
+        Widening::DoubleTimeout => "twice the time".to_owned(),
+        Widening::DoubleMemory => "twice the memory".to_owned(),
+        Widening::DoubleProcesses => "twice the processes".to_owned(),
+    }
+}
+
+fn output(outcome: &Outcome, note: Option<String>) -> CommandOutput {
+    let changes = outcome
+        .changes
+        .iter()
+        .map(|change| {
+            let kind = match change.kind {
+                ChangeKind::Added => "added",
+                ChangeKind::Modified => "modified",
+                ChangeKind::Deleted => "deleted",
+            };
+            let mut line = format!("{kind} {}", change.path.display());
+            if let Some(diff) = &change.diff {
+                line.push('\n');
+                line.push_str(diff);
+            }
+            line
+        })
+        .collect();
+    CommandOutput {
+        exit_code: outcome.signal.is_none().then_some(outcome.exit_code),
+        timed_out: outcome.timed_out,
+        stdout: outcome.stdout.text(),
+        stderr: outcome.stderr.text(),
+        truncated: outcome.truncated(),
+        duration_ms: outcome.duration.as_millis() as u64,
+        note,
+        changes,
+    }
+}
