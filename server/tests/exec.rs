@@ -504,3 +504,36 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
     assert!(refused.contains("approval"), "{refused}");
     drop(listener);
 }
+
+#[test]
+fn the_key_can_come_from_a_command_in_the_user_configuration_never_from_the_workspace() {
+    let dir = setup("exec-key-command");
+    dir.write(
+        "config/wright/config.toml",
+        "[providers.openai]\napi_key_command = \"echo sk-from-the-command\"\n",
+    );
+    // A repository must not be able to run commands on the host.
+    dir.write(
+        "ws/.wright/config.toml",
+        "[providers.openai]\napi_key_command = \"touch pwned\"\n",
+    );
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Hello."])));
+    let out = command(&dir, None, &["say hello"])
+        .env("WRIGHT_MODEL", "openai/gpt-4.1")
+        .env("OPENAI_BASE_URL", provider.openai_base_url())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        provider.requests()[0].header("authorization"),
+        Some("Bearer sk-from-the-command")
+    );
+    assert!(!dir.path().join("ws/pwned").exists());
+    assert!(
+        text(&out.stderr).contains("api_key_command"),
+        "the workspace file's key is reported: {}",
+        text(&out.stderr)
+    );
+    assert!(!text(&out.stderr).contains("sk-from-the-command"));
+}

@@ -119,9 +119,23 @@ pub fn connect(config: &Config, model: &ModelId) -> Result<Arc<dyn ChatModel>, L
     let base_url = config
         .get(&format!("providers.{provider}.base_url"))
         .unwrap_or_default();
-    let key = config
-        .get(&format!("providers.{provider}.api_key"))
-        .map(ApiKey::new);
+    let key = match (
+        config.get(&format!("providers.{provider}.api_key")),
+        config.get(&format!("providers.{provider}.api_key_command")),
+    ) {
+        (Some(key), _) => Some(ApiKey::new(key)),
+        (None, Some(command)) => Some(ApiKey::new(
+            &crate::sandbox::host::secret_from_command(command).map_err(|why| {
+                LlmError::new(
+                    model,
+                    ErrorKind::Config {
+                        detail: format!("providers.{provider}.api_key_command: {why}"),
+                    },
+                )
+            })?,
+        )),
+        (None, None) => None,
+    };
     let missing_key = || {
         LlmError::new(
             model,

@@ -17,6 +17,7 @@ mod diff;
 mod env;
 pub mod escalation;
 mod helper;
+pub mod host;
 mod landlock_rules;
 mod local;
 pub mod pool;
