@@ -448,7 +448,7 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
     let dir = setup("exec-commands");
     dir.write(
         "ws/.wright/config.toml",
-        "[agent]\ntest_command = \"echo 2 passed, 1 failed; exit 3\"\n",
+        "[agent]\ntest_command = \"printf 'FAILED tests/test_math.py::test_add - AssertionError: 1 != 2\\\\n=== 1 failed, 2 passed in 0.02s ===\\\\n'; exit 1\"\n",
     );
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -467,6 +467,10 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
     provider.push(Reply::stream(
         Dialect::OpenAi,
         &call("t1", "run_tests", json!({})),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call("s1", "run_command", json!({"command": "seq 1 20000"})),
     ));
     provider.push(Reply::stream(
         Dialect::OpenAi,
@@ -493,12 +497,21 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
         "no credentials inside: {}",
         result("c1")
     );
+    // The failures come first, parsed: name, message, location.
     assert!(
-        result("t1").starts_with("$ echo 2 passed"),
+        result("t1")
+            .starts_with("pytest: 1 failed, 2 passed; failed: tests/test_math.py::test_add"),
         "{}",
         result("t1")
     );
-    assert!(result("t1").contains("exit code 3"), "{}", result("t1"));
+    assert!(result("t1").contains("exit code 1"), "{}", result("t1"));
+    // A long output: head and tail in the prompt, the whole of it an artifact.
+    assert!(result("s1").contains("\n1\n2\n") && result("s1").contains("\n20000\n"));
+    assert!(
+        result("s1").contains("(the whole output: read_artifact a"),
+        "{}",
+        result("s1")
+    );
     let refused = result("n1");
     assert!(refused.contains("sandbox: "), "{refused}");
     assert!(refused.contains("approval"), "{refused}");

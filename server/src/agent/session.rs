@@ -336,7 +336,17 @@ impl Session {
         }
     }
 
-    fn record(&mut self, call: &ToolCall, output: ToolOutput) {
+    fn record(&mut self, call: &ToolCall, mut output: ToolOutput) {
+        // Output the cap cut stays whole in the artifact store, and the model is told where.
+        if let Some(whole) = output.whole.take() {
+            match self.compactor.record(call, &whole, output.is_error) {
+                Ok(recorded) => output.content.push_str(&format!(
+                    "(the whole output: read_artifact {}, {} lines)\n",
+                    recorded.artifact, recorded.lines
+                )),
+                Err(err) => tracing::warn!("keeping a command's whole output: {err}"),
+            }
+        }
         self.emit(AgentEvent::ToolResult {
             id: call.id.clone(),
             name: call.name.clone(),

@@ -75,7 +75,18 @@ pub(super) fn run_tests(context: &ToolContext, args: &Args) -> ToolResult {
         ));
     };
     let output = run(context, &command, TEST_TIMEOUT)?;
-    Ok(report(&command, &output))
+    let mut result = report(&command, &output);
+    // The failures first, parsed (names, messages, locations): what the model acts on.
+    let signals = crate::compaction::signals::extract(
+        &format!("{}\n{}", output.stdout, output.stderr),
+        crate::compaction::Format::of_command(&command),
+        Some(&context.root),
+    );
+    let summary = signals.render();
+    if !summary.is_empty() {
+        result.content = format!("{summary}\n{}", result.content);
+    }
+    Ok(result)
 }
 
 fn run(context: &ToolContext, command: &str, timeout: Duration) -> Result<CommandOutput, Failure> {
@@ -88,7 +99,8 @@ fn run(context: &ToolContext, command: &str, timeout: Duration) -> Result<Comman
         .map_err(|why| Failure::Refused(format!("{command}: could not run: {why}")))
 }
 
-/// The model's view of a finished command: its status first, then capped output.
+/// The model's view of a finished command: its status first, then capped output; the whole
+/// output goes with it, for the session to keep as an artifact when the cap cut it.
 fn report(command: &str, output: &CommandOutput) -> ToolOutput {
     let status = match (output.timed_out, output.exit_code) {
         (true, _) => format!("timed out after {} ms (killed)", output.duration_ms),
@@ -120,10 +132,20 @@ fn report(command: &str, output: &CommandOutput) -> ToolOutput {
         }
     }
     let failed = output.timed_out || output.exit_code != Some(0);
+    let whole = [&output.stdout, &output.stderr]
+        .iter()
+        .any(|text| text.chars().count() > OUTPUT_HEAD + OUTPUT_TAIL)
+        .then(|| {
+            format!(
+                "$ {command}\n--- stdout\n{}\n--- stderr\n{}",
+                output.stdout, output.stderr
+            )
+        });
     ToolOutput {
         content: out,
         is_error: failed,
         changed: Vec::new(),
+        whole,
     }
 }
 

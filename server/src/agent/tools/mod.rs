@@ -55,6 +55,9 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// Workspace-relative paths the call changed (edits), for the session's report.
     pub changed: Vec<String>,
+    /// The whole output when `content` shows only part of it (a long command's head and
+    /// tail): the session keeps it as an artifact the model can read back.
+    pub whole: Option<String>,
 }
 
 impl ToolOutput {
@@ -63,6 +66,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             changed: Vec::new(),
+            whole: None,
         }
     }
 
@@ -71,6 +75,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             changed: Vec::new(),
+            whole: None,
         }
     }
 }

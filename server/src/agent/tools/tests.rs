@@ -291,7 +291,7 @@ fn commands_report_status_and_cap_their_output() {
     assert!(out.is_error, "a failing command is an error result");
     assert!(
         out.content
-            .starts_with("$ cargo test 'parser'\\''s'\nexit code 101, 12 ms\n"),
+            .starts_with("errors: failed\n$ cargo test 'parser'\\''s'\nexit code 101, 12 ms\n"),
         "{}",
         out.content
     );
@@ -301,6 +301,8 @@ fn commands_report_status_and_cap_their_output() {
     );
     assert!(out.content.len() < 12_000, "{}", out.content.len());
     assert!(out.content.contains("--- stderr\nerror: failed\n"));
+    let whole = out.whole.as_deref().expect("the cut output is kept whole");
+    assert!(whole.contains("the end") && whole.matches("line\n").count() == 5000);
     let ok = run(
         &cx,
         "run_command",
