@@ -1,0 +1,443 @@
+//! The agent inside the editor: sessions started by `wright/agentRun` (or the
+//! `wright.agent.run` command), their events as `wright/agentEvent` notifications and
+//! `$/progress`, and their edits as versioned `workspace/applyEdit`s.
+//!
+//! The editor's buffers are the truth. An edit to an open document is computed against the
+//! text and version the server holds, sent with that version, and then confirmed from the
+//! `didChange` that follows: a client's `applied: true` is not proof (Neovim answers it after
+//! silently skipping a stale edit), so until the buffer holds the edit's result the edit counts
+//! as rejected, and the agent is told to read the file again. Files no editor has open are
+//! written on disk, atomically, like `wright exec` does; the editor's file watcher shows them.
+
+mod approval;
+mod target;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tower_lsp_server::Client;
+use tower_lsp_server::ls_types as lsp;
+use wright_protocol as proto;
+
+use crate::agent::sandboxed::SandboxRunner;
+use crate::agent::tools::ToolContext;
+use crate::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session};
+use crate::buffers::Buffers;
+use approval::EditorApprover;
+use target::{EditorTarget, LiveBuffers};
+
+/// The `wright/agentEvent` notification.
+pub enum AgentEventNotification {}
+
+impl lsp::notification::Notification for AgentEventNotification {
+    type Params = proto::AgentEventParams;
+    const METHOD: &'static str = proto::AgentEvent::METHOD;
+}
+/// One session of this server.
+struct Entry {
+    id: String,
+    task: String,
+    cancel: Cancel,
+    target: Arc<EditorTarget>,
+    state: Mutex<EntryState>,
+}
+
+#[derive(Clone)]
+struct EntryState {
+    status: &'static str,
+    steps: u32,
+    files_changed: Vec<String>,
+}
+
+/// The sessions of this server, oldest first.
+#[derive(Default)]
+pub struct Agents {
+    sessions: Mutex<Vec<Arc<Entry>>>,
+}
+
+/// Everything a new session needs from the server.
+pub struct Start {
+    pub client: Client,
+    pub buffers: Arc<Mutex<Buffers>>,
+    pub root: PathBuf,
+    pub config: crate::config::Config,
+    pub index: Option<Arc<crate::index::Index>>,
+    pub walk: crate::workspace::WalkOptions,
+    pub focus: agent::prompt::EditorFocus,
+    pub versioned_edits: bool,
+    pub progress: bool,
+    /// Where session journals go.
+    pub data_dir: PathBuf,
+    /// `applyMode: "review"`: hold the edits until `wright/editsAccept`.
+    pub review: bool,
+    /// Where the sandbox's layers live.
+    pub cache_dir: PathBuf,
+    /// The client declared `experimental.wrightRequestApproval`.
+    pub approval_requests: bool,
+}
+
+impl Agents {
+    /// Starts a session on `task`, or (`resume`) takes up an interrupted one from its
+    /// journal, with its task and model; its id at once, the work in the background.
+    pub fn start(
+        self: &Arc<Self>,
+        start: Start,
+        task: String,
+        model: Option<&str>,
+        resume: Option<&str>,
+    ) -> Result<String, String> {
+        let resumed = resume
+            .map(|id| agent::journal::resume(&start.data_dir, &start.root, id))
+            .transpose()?;
+        let task = resumed
+            .as_ref()
+            .map_or(task, |(recorded, ..)| recorded.task.clone());
+        let model = model.or(resumed
+            .as_ref()
+            .map(|(recorded, ..)| recorded.model.as_str()));
+        let models = agent::Models::connect(&start.config, model, &task)?;
+        let gate = start
+            .config
+            .get("edit.syntax_gate")
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_default();
+        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let target = EditorTarget::new(
+            start.client.clone(),
+            Arc::clone(&start.buffers),
+            start.root.clone(),
+            gate,
+            start.versioned_edits,
+        );
+        let target = Arc::new(if start.review {
+            target.reviewing(events.clone())
+        } else {
+            target
+        });
+        let cancel = Cancel::new();
+        let id = match resume {
+            Some(id) => id.to_owned(),
+            None => agent::journal::new_session_id("s"),
+        };
+        let sandbox = session_sandbox(&start, &id, &target);
+        let tools = Arc::new(ToolContext {
+            root: start.root.clone(),
+            overlay: target.overlay(),
+            index: start.index.clone(),
+            walk: start.walk,
+            edits: target.clone(),
+            commands: sandbox.as_ref().map(|(runner, _)| Arc::clone(runner) as _),
+            test_command: start.config.get("agent.test_command").map(str::to_owned),
+            cancel: cancel.clone(),
+            plan: Mutex::default(),
+        });
+        let entry = Arc::new(Entry {
+            id: id.clone(),
+            task: task.clone(),
+            cancel,
+            target,
+            state: Mutex::new(EntryState {
+                status: "running",
+                steps: 0,
+                files_changed: Vec::new(),
+            }),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&entry));
+
+        let (history, journal) = match resumed {
+            Some((_, history, journal)) => (history, Some(journal)),
+            None => {
+                let context = start.index.as_deref().map(|index| {
+                    crate::retrieval::retrieve(
+                        index,
+                        &LiveBuffers(Arc::clone(&start.buffers)),
+                        &crate::retrieval::Query {
+                            text: task.clone(),
+                            budget: 4000,
+                            current_file: start.focus.path.clone(),
+                            ..crate::retrieval::Query::default()
+                        },
+                    )
+                });
+                agent::journal::begin(
+                    &start.data_dir,
+                    &start.root,
+                    &id,
+                    &task,
+                    &models.decision.model.to_string(),
+                    agent::prompt::task_message(&task, &start.focus, context.as_ref()),
+                )
+            }
+        };
+        let _ = events.send(models.event());
+        let mut session = Session::new(agent::Setup {
+            id: id.clone(),
+            model: models.task,
+            summary_model: models.summary,
+            compaction: crate::compaction::Settings::from_config(&start.config),
+            tools,
+            system: agent::prompt::system_prompt(&start.root),
+            history,
+            journal,
+            limits: Limits::default(),
+            events,
+        });
+        tokio::spawn(async move {
+            let _ = session.run().await;
+            drop(session);
+            // The session's snapshot layer goes back to the pool once nothing uses it.
+            if let Some((runner, (pool, snapshot))) = sandbox {
+                drop(runner);
+                if let Ok(snapshot) = Arc::try_unwrap(snapshot) {
+                    pool.recycle(snapshot.into_inner().unwrap_or_else(|e| e.into_inner()));
+                }
+            }
+        });
+        let client = start.client;
+        let reporter_entry = Arc::clone(&entry);
+        tokio::spawn(async move {
+            let progress = if start.progress {
+                let token =
+                    lsp::ProgressToken::String(format!("wright/agent/{}", reporter_entry.id));
+                match client.create_work_done_progress(token.clone()).await {
+                    Ok(()) => Some(
+                        client
+                            .progress(token, "wright")
+                            .with_message(short(&reporter_entry.task))
+                            .begin()
+                            .await,
+                    ),
+                    Err(_) => None,
+                }
+            } else {
+                None
+            };
+            let mut seq = 0;
+            while let Some(event) = received.recv().await {
+                seq += 1;
+                reporter_entry.observe(&event);
+                if let (Some(progress), Some(message)) = (&progress, progress_message(&event)) {
+                    progress.report(message).await;
+                }
+                let event = match serde_json::to_value(&event) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    _ => continue,
+                };
+                client
+                    .send_notification::<AgentEventNotification>(proto::AgentEventParams {
+                        session_id: reporter_entry.id.clone(),
+                        seq,
+                        event,
+                    })
+                    .await;
+            }
+            if let Some(progress) = progress {
+                let status = reporter_entry.state().status;
+                progress
+                    .finish_with_message(format!("wright: {status}"))
+                    .await;
+            }
+        });
+        Ok(id)
+    }
+
+    fn find(&self, id: Option<&str>) -> Option<Arc<Entry>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        match id {
+            Some(id) => sessions.iter().find(|entry| entry.id == id).cloned(),
+            None => sessions.last().cloned(),
+        }
+    }
+
+    /// Cancels the session `id` (every running one when `None`); whether one was running.
+    pub fn cancel(&self, id: Option<&str>) -> bool {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cancelled = false;
+        for entry in sessions.iter().filter(|e| id.is_none_or(|id| e.id == id)) {
+            if entry.state().status == "running" {
+                entry.cancel.cancel();
+                cancelled = true;
+            }
+        }
+        cancelled
+    }
+
+    /// This server's sessions, after those journaled on `roots` by earlier servers (an
+    /// interrupted one can be resumed with `wright/agentRun`'s `sessionId`).
+    pub fn list(&self, data_dir: &Path, roots: &[PathBuf]) -> Vec<proto::SessionInfo> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut listed: Vec<proto::SessionInfo> = roots
+            .iter()
+            .flat_map(|root| {
+                agent::journal::Recorded::list(&agent::journal::sessions_dir(data_dir, root))
+            })
+            .filter(|recorded| !sessions.iter().any(|e| e.id == recorded.session_id))
+            .map(|recorded| proto::SessionInfo {
+                status: match &recorded.outcome {
+                    Some(outcome) => status_name(outcome.status).to_owned(),
+                    None => "interrupted".to_owned(),
+                },
+                steps: recorded.outcome.as_ref().map_or(0, |o| o.steps),
+                files_changed: recorded
+                    .outcome
+                    .as_ref()
+                    .map(|o| o.files_changed.clone())
+                    .unwrap_or_default(),
+                session_id: recorded.session_id,
+                task: recorded.task,
+            })
+            .collect();
+        listed.extend(sessions.iter().map(|entry| {
+            let state = entry.state();
+            proto::SessionInfo {
+                session_id: entry.id.clone(),
+                task: entry.task.clone(),
+                status: state.status.to_owned(),
+                steps: state.steps,
+                files_changed: state.files_changed,
+            }
+        }));
+        listed
+    }
+
+    /// Applies (`accept`) or drops the edits session `id` holds for review. Blocking.
+    pub fn review(&self, id: &str, accept: bool) -> Result<proto::ReviewResult, String> {
+        let entry = self
+            .find(Some(id))
+            .ok_or_else(|| format!("no session {id:?}"))?;
+        if !entry.target.reviews() {
+            return Err(format!(
+                "session {id} applies its edits as it goes (applyMode \"auto\"); nothing is held"
+            ));
+        }
+        let files = if accept {
+            entry.target.accept().map_err(|err| {
+                format!("nothing applied: {err}; reject the edits, or run the task again")
+            })?
+        } else {
+            entry.target.reject()
+        };
+        Ok(proto::ReviewResult {
+            session_id: entry.id.clone(),
+            files,
+        })
+    }
+
+    /// Reverts the edits of session `id` (the last session when `None`). Blocking.
+    pub fn undo(&self, id: Option<&str>) -> Result<proto::UndoResult, String> {
+        let entry = self.find(id).ok_or_else(|| match id {
+            Some(id) => format!("no session {id:?}"),
+            None => "no agent session to undo".to_owned(),
+        })?;
+        if entry.state().status == "running" {
+            return Err(format!(
+                "session {} is still running; cancel it first",
+                entry.id
+            ));
+        }
+        let files = entry
+            .target
+            .undo_all()
+            .map_err(|err| format!("nothing more restored: {err}"))?;
+        Ok(proto::UndoResult {
+            session_id: entry.id.clone(),
+            files,
+        })
+    }
+}
+
+impl Entry {
+    fn state(&self) -> EntryState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn observe(&self, event: &AgentEvent) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            AgentEvent::StepStarted { step } => state.steps = *step,
+            AgentEvent::FilesChanged { paths } => {
+                for path in paths {
+                    if !state.files_changed.contains(path) {
+                        state.files_changed.push(path.clone());
+                    }
+                }
+            }
+            AgentEvent::Finished { outcome } => state.status = status_name(outcome.status),
+            _ => {}
+        }
+    }
+}
+/// A session's command runner: a snapshot of the workspace from the pool, which receives the
+/// open buffers under the root (and, in review mode, the held proposals) before each command.
+/// `None`, logged, when the sandbox cannot start: the session then has no command tools.
+#[allow(clippy::type_complexity)]
+fn session_sandbox(
+    start: &Start,
+    session: &str,
+    target: &Arc<EditorTarget>,
+) -> Option<(
+    Arc<SandboxRunner>,
+    (Arc<crate::sandbox::Pool>, crate::sandbox::SharedSnapshot),
+)> {
+    let pool = agent::sandboxed::pool(&start.cache_dir)
+        .inspect_err(|err| tracing::warn!("session {session} runs no commands: {err}"))
+        .ok()?;
+    let snapshot = pool
+        .new_snapshot(&start.root)
+        .inspect_err(|err| tracing::warn!("session {session} runs no commands: {err}"))
+        .ok()?;
+    let snapshot = Arc::new(Mutex::new(snapshot));
+    let target = Arc::clone(target);
+    let buffers: agent::sandboxed::BufferTexts = Box::new(move || target.texts_for_commands());
+    let runner = SandboxRunner::in_place(Arc::clone(&pool), &start.root)
+        .in_snapshot(Arc::clone(&snapshot), buffers)
+        .with_approver(Arc::new(EditorApprover {
+            client: start.client.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            session: session.to_owned(),
+            custom_request: start.approval_requests,
+        }));
+    Some((Arc::new(runner), (pool, snapshot)))
+}
+fn status_name(status: FinalStatus) -> &'static str {
+    match status {
+        FinalStatus::Done => "done",
+        FinalStatus::Cancelled => "cancelled",
+        FinalStatus::Failed => "failed",
+    }
+}
+
+/// What the progress line says for an event, if anything.
+fn progress_message(event: &AgentEvent) -> Option<String> {
+    match event {
+        AgentEvent::StepStarted { step } => Some(format!("step {step}: thinking")),
+        AgentEvent::ToolCall {
+            name, arguments, ..
+        } => {
+            let path = serde_json::from_str::<serde_json::Value>(arguments)
+                .ok()
+                .and_then(|v| {
+                    ["path", "pattern", "query", "name", "command"]
+                        .iter()
+                        .find_map(|key| v.get(*key).and_then(|p| p.as_str()).map(str::to_owned))
+                });
+            Some(match path {
+                Some(path) => format!("{name} {}", short(&path)),
+                None => name.clone(),
+            })
+        }
+        AgentEvent::Finished { outcome } => Some(format!("{:?}", outcome.status).to_lowercase()),
+        _ => None,
+    }
+}
+
+fn short(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
