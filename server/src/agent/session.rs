@@ -431,3 +431,127 @@ impl Session {
         outcome
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::{Condvar, Mutex};
+
+    use super::*;
+    use crate::agent::exec::DiskTarget;
+    use crate::edit::GateMode;
+    use crate::llm::{EventStream, ModelId, Request};
+    use crate::workspace::{Overlay, WalkOptions};
+
+    /// Answers with the given turns, one per request.
+    struct Scripted {
+        id: ModelId,
+        turns: Mutex<Vec<Vec<Event>>>,
+    }
+
+    impl ChatModel for Scripted {
+        fn model(&self) -> &ModelId {
+            &self.id
+        }
+
+        fn stream(&self, _: &Request) -> EventStream {
+            let mut turns = self.turns.lock().unwrap();
+            let turn = if turns.is_empty() {
+                vec![Event::Finish(FinishReason::Stop)]
+            } else {
+                turns.remove(0)
+            };
+            EventStream::from_items(turn.into_iter().map(Ok).collect())
+        }
+    }
+
+    /// A buffer read that waits (up to a bound) until `expected` reads are in it at once: with
+    /// parallel reads every one of them sees them all; run one after another, none does.
+    struct Rendezvous {
+        inside: Mutex<usize>,
+        all_in: Condvar,
+        expected: usize,
+        met: Mutex<Vec<bool>>,
+    }
+
+    impl Overlay for Rendezvous {
+        fn buffer_text(&self, _: &Path) -> Option<String> {
+            let mut inside = self.inside.lock().unwrap();
+            *inside += 1;
+            self.all_in.notify_all();
+            let (inside, _) = self
+                .all_in
+                .wait_timeout_while(inside, Duration::from_secs(5), |n| *n < self.expected)
+                .unwrap();
+            self.met.lock().unwrap().push(*inside >= self.expected);
+            Some("text\n".to_owned())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_only_calls_of_one_answer_run_together_and_results_keep_their_order() {
+        let root = std::env::temp_dir().join(format!("wright-session-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let overlay = Arc::new(Rendezvous {
+            inside: Mutex::new(0),
+            all_in: Condvar::new(),
+            expected: 3,
+            met: Mutex::new(Vec::new()),
+        });
+        let tools = Arc::new(ToolContext {
+            root: root.clone(),
+            overlay: overlay.clone(),
+            index: None,
+            walk: WalkOptions::default(),
+            edits: Arc::new(DiskTarget::new(&root, GateMode::Report)),
+            commands: None,
+            test_command: None,
+            cancel: Cancel::new(),
+            plan: Mutex::default(),
+        });
+        let read = |n: usize| Event::ToolCallEnd {
+            index: n,
+            call: ToolCall {
+                id: format!("r{n}"),
+                name: "read_file".into(),
+                arguments: format!(r#"{{"path": "f{n}.txt"}}"#),
+            },
+        };
+        let model = Arc::new(Scripted {
+            id: ModelId::parse("openai/scripted").unwrap(),
+            turns: Mutex::new(vec![vec![
+                read(0),
+                read(1),
+                read(2),
+                Event::Finish(FinishReason::ToolCalls),
+            ]]),
+        });
+        let (events, _received) = tokio::sync::mpsc::unbounded_channel();
+        let mut session = Session::new(Setup {
+            id: "t".into(),
+            model: model.clone(),
+            summary_model: model,
+            compaction: Compaction::default(),
+            tools,
+            system: "system".into(),
+            history: vec![Message::User("task".into())],
+            journal: None,
+            limits: Limits::default(),
+            events,
+        });
+        let outcome = session.run().await;
+        assert_eq!(outcome.status, FinalStatus::Done);
+        assert_eq!(*overlay.met.lock().unwrap(), [true, true, true]);
+        let ids: Vec<&str> = session
+            .transcript()
+            .messages()
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["r0", "r1", "r2"]);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
