@@ -550,3 +550,41 @@ fn the_key_can_come_from_a_command_in_the_user_configuration_never_from_the_work
     );
     assert!(!text(&out.stderr).contains("sk-from-the-command"));
 }
+
+#[test]
+fn ctrl_c_cancels_a_running_command_at_once_and_its_processes_die() {
+    let dir = setup("exec-cancel-command");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "c",
+            "run_command",
+            &json!({"command": "echo started; sleep 3; touch late.txt"}).to_string(),
+        ),
+    ));
+    let child = command(&dir, Some(&provider), &["wait", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command is running once the model's answer is in and a moment has passed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while provider.outcomes().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no model call");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "cancelled", "{result}");
+    // Past the command's own end: it was killed, not left running.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(!dir.path().join("ws/late.txt").exists());
+}
