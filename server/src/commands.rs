@@ -430,10 +430,10 @@ pub async fn exec(
         edits: target.clone(),
         // Headless, the workspace itself is where commands write (as edits do).
         commands: match agent::sandboxed::pool(&workspace.cache_dir) {
-            Ok(pool) => Some(Arc::new(agent::sandboxed::SandboxRunner::in_place(
-                pool,
-                &workspace.root,
-            ))),
+            Ok(pool) => Some(Arc::new(
+                agent::sandboxed::SandboxRunner::in_place(pool, &workspace.root)
+                    .requiring_approval(agent::sandboxed::approval_patterns(&workspace.config)),
+            )),
             Err(err) => {
                 eprintln!("wright: commands cannot run: {err}");
                 None

@@ -448,7 +448,7 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
     let dir = setup("exec-commands");
     dir.write(
         "ws/.wright/config.toml",
-        "[agent]\ntest_command = \"printf 'FAILED tests/test_math.py::test_add - AssertionError: 1 != 2\\\\n=== 1 failed, 2 passed in 0.02s ===\\\\n'; exit 1\"\n",
+        "[agent]\napprove_commands = \"git push*; touch forbidden*\"\ntest_command = \"printf 'FAILED tests/test_math.py::test_add - AssertionError: 1 != 2\\\\n=== 1 failed, 2 passed in 0.02s ===\\\\n'; exit 1\"\n",
     );
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -471,6 +471,14 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
     provider.push(Reply::stream(
         Dialect::OpenAi,
         &call("s1", "run_command", json!({"command": "seq 1 20000"})),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &call(
+            "a1",
+            "run_command",
+            json!({"command": "touch forbidden.txt"}),
+        ),
     ));
     provider.push(Reply::stream(
         Dialect::OpenAi,
@@ -505,6 +513,13 @@ fn commands_run_in_the_sandbox_in_place_and_refusals_are_explained() {
         result("t1")
     );
     assert!(result("t1").contains("exit code 1"), "{}", result("t1"));
+    // A command the configuration wants approved does not run without someone to ask.
+    assert!(
+        result("a1").contains("asks for approval"),
+        "{}",
+        result("a1")
+    );
+    assert!(!dir.path().join("ws/forbidden.txt").exists());
     // A long output: head and tail in the prompt, the whole of it an artifact.
     assert!(result("s1").contains("\n1\n2\n") && result("s1").contains("\n20000\n"));
     assert!(

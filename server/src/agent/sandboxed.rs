@@ -65,6 +65,10 @@ pub struct SandboxRunner {
     approver: Option<Arc<dyn Approver>>,
     /// Widenings the user allowed for the rest of the session.
     allowed: Mutex<Vec<Widening>>,
+    /// Patterns of commands the configuration wants approved before they run
+    /// (`agent.approve_commands`), and those the user allowed for the session.
+    approve: Vec<String>,
+    approved: Mutex<Vec<String>>,
 }
 
 impl SandboxRunner {
@@ -77,6 +81,49 @@ impl SandboxRunner {
             snapshot: None,
             approver: None,
             allowed: Mutex::new(Vec::new()),
+            approve: Vec::new(),
+            approved: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Commands matching one of `patterns` (`*` stands for any text) run only once the user
+    /// allowed them; with no one to ask, they do not run.
+    pub fn requiring_approval(mut self, patterns: Vec<String>) -> Self {
+        self.approve = patterns;
+        self
+    }
+
+    /// `Err` (why it does not run) when `command` needs an approval it did not get.
+    fn approved(&self, command: &str) -> Result<(), String> {
+        let Some(pattern) = self
+            .approve
+            .iter()
+            .find(|pattern| wildcard_match(pattern, command.trim()))
+        else {
+            return Ok(());
+        };
+        let approved = self.approved.lock().unwrap_or_else(|e| e.into_inner());
+        if approved.contains(pattern) {
+            return Ok(());
+        }
+        drop(approved);
+        let reason =
+            format!("the configuration asks for approval of commands matching `{pattern}`");
+        let Some(approver) = &self.approver else {
+            return Err(format!(
+                "not run: {reason}, and this session cannot ask the user"
+            ));
+        };
+        match approver.ask("command", command, &reason) {
+            Decision::Deny => Err(format!("not run: {reason}, and the user did not allow it")),
+            Decision::Allow => Ok(()),
+            Decision::AllowAlways => {
+                self.approved
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(pattern.clone());
+                Ok(())
+            }
         }
     }
 
@@ -105,6 +152,7 @@ impl CommandRunner for SandboxRunner {
         timeout: Duration,
         cancel: &Cancel,
     ) -> Result<CommandOutput, String> {
+        self.approved(command)?;
         let filesystem = match &self.snapshot {
             Some((snapshot, buffers)) => {
                 snapshot
@@ -174,6 +222,38 @@ impl CommandRunner for SandboxRunner {
     }
 }
 
+/// The patterns of `agent.approve_commands`.
+pub fn approval_patterns(config: &crate::config::Config) -> Vec<String> {
+    config
+        .get("agent.approve_commands")
+        .unwrap_or_default()
+        .split(';')
+        .map(str::trim)
+        .filter(|pattern| !pattern.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether `text` matches `pattern`, in which `*` stands for any text (none included).
+fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.trim().split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
 fn kind(widening: &Widening) -> &'static str {
     match widening {
         Widening::AllowNetwork => "network",
@@ -221,5 +301,22 @@ fn output(outcome: &Outcome, note: Option<String>) -> CommandOutput {
         duration_ms: outcome.duration.as_millis() as u64,
         note,
         changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wildcard_match;
+
+    #[test]
+    fn approval_patterns_match_with_stars() {
+        assert!(wildcard_match("git push*", "git push origin main"));
+        assert!(wildcard_match("git push*", "git push"));
+        assert!(!wildcard_match("git push*", "git status"));
+        assert!(wildcard_match("rm -rf *", "rm -rf target"));
+        assert!(wildcard_match("*deploy*", "make deploy-prod"));
+        assert!(wildcard_match("make", "make"));
+        assert!(!wildcard_match("make", "make test"));
+        assert!(!wildcard_match("*.sh", "run.sh now"));
     }
 }

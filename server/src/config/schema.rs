@@ -174,6 +174,16 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_nonempty,
     },
     KeySpec {
+        key: "agent.approve_commands",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "commands the agent may run only after you allow them, as patterns separated by `;` (`*` is any text): git push*; rm -rf *",
+        integer: false,
+        validate: validate_nonempty,
+    },
+    KeySpec {
         key: "agent.test_command",
         env: None,
         default: None,

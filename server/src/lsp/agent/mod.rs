@@ -394,6 +394,7 @@ fn session_sandbox(
     let buffers: agent::sandboxed::BufferTexts = Box::new(move || target.texts_for_commands());
     let runner = SandboxRunner::in_place(Arc::clone(&pool), &start.root)
         .in_snapshot(Arc::clone(&snapshot), buffers)
+        .requiring_approval(agent::sandboxed::approval_patterns(&start.config))
         .with_approver(Arc::new(EditorApprover {
             client: start.client.clone(),
             runtime: tokio::runtime::Handle::current(),
