@@ -507,3 +507,49 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
     );
     editor.shutdown();
 }
+
+#[test]
+fn code_actions_carry_their_command_and_start_a_session() {
+    let dir = TempDir::new("lsp-agent-code-actions");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Fixed."])));
+    let mut editor = start(&dir, &provider);
+    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+    editor.open(&uri, "rust", 1, LIB);
+    let range = json!({"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 9}});
+    let actions = editor.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri},
+            "range": range,
+            "context": {"diagnostics": [{"range": range, "message": "expected sum, found difference"}]},
+        }),
+    );
+    let actions = actions.as_array().unwrap();
+    assert_eq!(actions.len(), 3, "{actions:?}");
+    let fix = &actions[0];
+    assert_eq!(fix["kind"], "quickfix");
+    let command = &fix["command"];
+    assert_eq!(command["command"], "wright.agent.run");
+    let task = command["arguments"][0]["task"].as_str().unwrap();
+    assert!(
+        task.contains("src/lib.rs") && task.contains("line 2: expected sum, found difference"),
+        "{task}"
+    );
+    // What Helix does with the action: run its command as given.
+    let run = editor.request(
+        "workspace/executeCommand",
+        json!({"command": command["command"], "arguments": command["arguments"]}),
+    );
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    let first = provider.requests()[0].json();
+    let message = first["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        message.contains("The user's current file: src/lib.rs"),
+        "{message}"
+    );
+    assert!(message.contains("The user selected lines 2-2"), "{message}");
+    editor.shutdown();
+}

@@ -574,6 +574,15 @@ impl LanguageServer for Backend {
                     file_operations: None,
                 }),
                 workspace_symbol_provider: Some(lsp::OneOf::Left(true)),
+                code_action_provider: Some(lsp::CodeActionProviderCapability::Options(
+                    lsp::CodeActionOptions {
+                        code_action_kinds: Some(vec![
+                            lsp::CodeActionKind::QUICKFIX,
+                            lsp::CodeActionKind::REFACTOR,
+                        ]),
+                        ..Default::default()
+                    },
+                )),
                 execute_command_provider: Some(lsp::ExecuteCommandOptions {
                     commands: proto::commands::ALL
                         .iter()
@@ -737,6 +746,84 @@ impl LanguageServer for Backend {
             })
             .await;
         }
+    }
+
+    /// The agent as code actions, for clients with no other way in (Helix): each carries its
+    /// command already (Helix runs only the command of an unresolved action).
+    async fn code_action(
+        &self,
+        params: lsp::CodeActionParams,
+    ) -> RpcResult<Option<lsp::CodeActionResponse>> {
+        let document = params.text_document;
+        let Some(path) = convert::file_path(&document.uri) else {
+            return Ok(None);
+        };
+        let root = {
+            let workspace = lock(&self.workspace);
+            workspace
+                .roots
+                .iter()
+                .filter(|root| path.starts_with(root))
+                .max_by_key(|root| root.as_os_str().len())
+                .cloned()
+        };
+        let Some(root) = root else {
+            return Ok(None);
+        };
+        let relative = crate::workspace::relative_path(&root, &path);
+        let range = params.range;
+        let run = |title: String, task: String, kind: lsp::CodeActionKind| {
+            let arguments = serde_json::json!({
+                "task": task,
+                "textDocument": {"uri": document.uri.as_str()},
+                "range": range,
+            });
+            lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                title: title.clone(),
+                kind: Some(kind),
+                command: Some(lsp::Command {
+                    title,
+                    command: proto::commands::AGENT_RUN.to_owned(),
+                    arguments: Some(vec![arguments]),
+                }),
+                ..Default::default()
+            })
+        };
+        let mut actions = Vec::new();
+        let diagnostics = &params.context.diagnostics;
+        if !diagnostics.is_empty() {
+            let problems: Vec<String> = diagnostics
+                .iter()
+                .take(5)
+                .map(|d| format!("line {}: {}", d.range.start.line + 1, d.message.trim()))
+                .collect();
+            actions.push(run(
+                "wright: fix this with the agent".to_owned(),
+                format!(
+                    "Fix the problems the editor reports in {relative}: {}",
+                    problems.join("; ")
+                ),
+                lsp::CodeActionKind::QUICKFIX,
+            ));
+        }
+        let line = range.start.line + 1;
+        let end = range.end.line + 1;
+        let place = if end > line {
+            format!("lines {line}-{end} of {relative}")
+        } else {
+            format!("line {line} of {relative}")
+        };
+        actions.push(run(
+            "wright: write tests for this code".to_owned(),
+            format!("Write tests for the code at {place}, in the style of the project's tests, and run them."),
+            lsp::CodeActionKind::REFACTOR,
+        ));
+        actions.push(run(
+            "wright: document this code".to_owned(),
+            format!("Write documentation comments for the definitions at {place}, in the project's style."),
+            lsp::CodeActionKind::REFACTOR,
+        ));
+        Ok(Some(actions))
     }
 
     async fn symbol(
