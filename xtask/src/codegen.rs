@@ -70,7 +70,10 @@ struct Generator {
     config: Config,
     /// Types already visited, so each is declared once, where it is first needed.
     seen: HashSet<TypeId>,
-    declarations: String,
+    /// Each type's declaration by name: written out in name order, because ts-rs visits a
+    /// type's dependencies in an order that changes from build to build (TypeScript needs no
+    /// declaration before use).
+    declarations: std::collections::BTreeMap<String, String>,
     /// `(inlined, name)` of the unions declared by [`Generator::union`].
     unions: Vec<(String, String)>,
     /// `(constant, method, params, result)`.
@@ -86,7 +89,7 @@ impl Generator {
         Generator {
             config: Config::new().with_large_int("number"),
             seen: HashSet::new(),
-            declarations: String::new(),
+            declarations: std::collections::BTreeMap::new(),
             unions: Vec::new(),
             requests: Vec::new(),
             notifications: Vec::new(),
@@ -215,7 +218,9 @@ impl Generator {
         out.push_str("} as const;\n");
 
         out.push_str("\n// The types of the params and results.\n");
-        out.push_str(&self.declarations);
+        for declaration in self.declarations.values() {
+            out.push_str(declaration);
+        }
         out
     }
 
@@ -232,7 +237,10 @@ impl Generator {
                 decl = decl.replace(inlined.as_str(), name);
             }
             let docs = T::docs().unwrap_or_default();
-            let _ = write!(self.declarations, "\n{docs}export {}\n", layout(&decl));
+            self.declarations.insert(
+                T::name(&self.config),
+                format!("\n{docs}export {}\n", layout(&decl)),
+            );
         }
     }
 }

@@ -75,282 +75,11 @@ export const Commands = {
 
 // The types of the params and results.
 
-export type SettingStatus = {
-  key: string,
-  /**
-   * `null` when unset.
-   */
-  value: string | null,
-  /**
-   * Where the value came from (`default`, `environment OPENAI_API_KEY`, `user file …`).
-   */
-  source: string | null,
-};
-
-export type ServerInfo = {
-  name: string,
-  version: string,
-};
-
-export type DocumentStatus = {
-  uri: string,
-  version: number,
-  languageId: string,
-  /**
-   * The version at the last `didSave`, `null` if not saved since it was opened.
-   */
-  savedVersion: number | null,
-};
-
-export type StatusResult = {
-  server: ServerInfo,
-  /**
-   * The encoding negotiated at `initialize`: `utf-8`, `utf-16` or `utf-32`.
-   */
-  positionEncoding: string,
-  /**
-   * The workspace roots, as file-system paths.
-   */
-  workspaceFolders: Array<string>,
-  /**
-   * Open documents, sorted by URI.
-   */
-  documents: Array<DocumentStatus>,
-  /**
-   * Every configuration key, in schema order; secrets show as `<set>`.
-   */
-  settings: Array<SettingStatus>,
-  /**
-   * Configuration problems (unknown keys, wrong types), each prefixed with its source.
-   */
-  problems: Array<string>,
-  /**
-   * Where the server's log goes: `stderr` or a file path.
-   */
-  log: string,
-};
-
-/**
- * A document, named as LSP names it.
- */
-export type TextDocumentIdentifier = {
-  uri: string,
-};
-
-export type ViewFileTextParams = {
-  textDocument: TextDocumentIdentifier,
-};
-
-export type ViewFileTextResult = {
-  version: number,
-  text: string,
-};
-
-/**
- * A position in a document, in the encoding negotiated at `initialize`.
- */
-export type Position = {
-  line: number,
-  character: number,
-};
-
-export type ContextParams = {
-  query: string,
-  /**
-   * Tokens the snippets may take; 8000 when absent.
-   */
-  budget?: number | null,
-  /**
-   * The document with the cursor: its file is favoured, and the identifier at `position`
-   * is looked up as if the query named it.
-   */
-  textDocument?: TextDocumentIdentifier | null,
-  position?: Position | null,
-};
-
-export type ContextSnippet = {
-  /**
-   * Relative to its workspace folder.
-   */
-  path: string,
-  /**
-   * One-based, inclusive.
-   */
-  startLine: number,
-  endLine: number,
-  /**
-   * `definition` (a definition the query names, in full or its head) or `map` (the
-   * signature lines of a file ranked relevant).
-   */
-  kind: string,
-  score: number,
-  /**
-   * What the model would see: a header line with path and lines, then numbered lines.
-   */
-  text: string,
-};
-
-export type ContextResult = {
-  query: string,
-  budget: number,
-  /**
-   * Tokens the snippets take together (o200k).
-   */
-  tokens: number,
-  /**
-   * Best first.
-   */
-  snippets: Array<ContextSnippet>,
-};
-
-/**
- * A range in a document, in the encoding negotiated at `initialize`.
- */
-export type Range = {
-  start: Position,
-  end: Position,
-};
-
-export type AgentRunParams = {
-  task: string,
-  /**
-   * The user's document: the session works in its workspace folder and the task names it.
-   */
-  textDocument?: TextDocumentIdentifier | null,
-  /**
-   * The user's selection in that document, passed to the model with the task.
-   */
-  range?: Range | null,
-  /**
-   * `PROVIDER/MODEL` or `auto`, over the configuration.
-   */
-  model?: string | null,
-  /**
-   * `auto` (the default): edits are applied as the agent makes them. `review`: they are
-   * held (the session sees them; the editor gets `editProposed` events) until
-   * `wright/editsAccept` applies them all or `wright/editsReject` drops them.
-   */
-  applyMode?: string | null,
-  /**
-   * Resume this interrupted session (see `wright/sessions`) from its journal, with its
-   * own task and model; `task` is then ignored.
-   */
-  sessionId?: string | null,
-};
-
-export type AgentRunResult = {
-  sessionId: string,
-};
-
-export type SessionParams = {
-  sessionId: string,
-};
-
 export type AgentCancelResult = {
   /**
    * `false` when the session had already ended.
    */
   cancelled: boolean,
-};
-
-export type SessionInfo = {
-  sessionId: string,
-  task: string,
-  /**
-   * `running`, `done`, `cancelled`, `failed`, or `interrupted` (a session of an earlier
-   * server that never ended: `wright/agentRun` with its `sessionId` resumes it).
-   */
-  status: string,
-  steps: number,
-  /**
-   * Workspace-relative paths of the files its edits changed.
-   */
-  filesChanged: Array<string>,
-};
-
-export type SessionsResult = {
-  sessions: Array<SessionInfo>,
-};
-
-export type UndoParams = {
-  sessionId?: string | null,
-};
-
-export type UndoResult = {
-  sessionId: string,
-  /**
-   * Workspace-relative paths of the files restored.
-   */
-  files: Array<string>,
-};
-
-export type ReviewResult = {
-  sessionId: string,
-  /**
-   * Workspace-relative paths of the files accepted (or rejected).
-   */
-  files: Array<string>,
-};
-
-export type RequestApprovalParams = {
-  sessionId: string,
-  /**
-   * `network`, `write`, `time`, `memory`, `processes` or `command`.
-   */
-  kind: string,
-  /**
-   * The command line, when a command asks.
-   */
-  command: string | null,
-  /**
-   * Why, in a sentence for the user.
-   */
-  reason: string,
-};
-
-export type RequestApprovalResult = {
-  /**
-   * `allow` (this once), `allowAlways` (for the rest of the session) or `deny`.
-   */
-  decision: string,
-};
-
-/**
- * Token counts: `input` is the whole prompt, of which `cachedInput` was read from the
- * provider's cache and `cacheWrite` written to it.
- */
-export type Usage = {
-  input: number,
-  cachedInput: number,
-  output: number,
-  cacheWrite: number,
-};
-
-export type FinalStatus = "done" | "cancelled" | "failed";
-
-/**
- * How a session ended.
- */
-export type Outcome = {
-  status: FinalStatus,
-  /**
-   * The model's last words (its summary of the work).
-   */
-  message: string,
-  /**
-   * Why it failed or stopped early, in words the user can act on.
-   */
-  reason: string | null,
-  steps: number,
-  filesChanged: Array<string>,
-  usage: Usage,
-};
-
-export type PlanStepStatus = "pending" | "in_progress" | "done";
-
-export type PlanStep = {
-  title: string,
-  status: PlanStepStatus,
 };
 
 /**
@@ -420,3 +149,274 @@ export type AgentEventParams = {
    */
   seq: number,
 } & AgentEventKind;
+
+export type AgentRunParams = {
+  task: string,
+  /**
+   * The user's document: the session works in its workspace folder and the task names it.
+   */
+  textDocument?: TextDocumentIdentifier | null,
+  /**
+   * The user's selection in that document, passed to the model with the task.
+   */
+  range?: Range | null,
+  /**
+   * `PROVIDER/MODEL` or `auto`, over the configuration.
+   */
+  model?: string | null,
+  /**
+   * `auto` (the default): edits are applied as the agent makes them. `review`: they are
+   * held (the session sees them; the editor gets `editProposed` events) until
+   * `wright/editsAccept` applies them all or `wright/editsReject` drops them.
+   */
+  applyMode?: string | null,
+  /**
+   * Resume this interrupted session (see `wright/sessions`) from its journal, with its
+   * own task and model; `task` is then ignored.
+   */
+  sessionId?: string | null,
+};
+
+export type AgentRunResult = {
+  sessionId: string,
+};
+
+export type ContextParams = {
+  query: string,
+  /**
+   * Tokens the snippets may take; 8000 when absent.
+   */
+  budget?: number | null,
+  /**
+   * The document with the cursor: its file is favoured, and the identifier at `position`
+   * is looked up as if the query named it.
+   */
+  textDocument?: TextDocumentIdentifier | null,
+  position?: Position | null,
+};
+
+export type ContextResult = {
+  query: string,
+  budget: number,
+  /**
+   * Tokens the snippets take together (o200k).
+   */
+  tokens: number,
+  /**
+   * Best first.
+   */
+  snippets: Array<ContextSnippet>,
+};
+
+export type ContextSnippet = {
+  /**
+   * Relative to its workspace folder.
+   */
+  path: string,
+  /**
+   * One-based, inclusive.
+   */
+  startLine: number,
+  endLine: number,
+  /**
+   * `definition` (a definition the query names, in full or its head) or `map` (the
+   * signature lines of a file ranked relevant).
+   */
+  kind: string,
+  score: number,
+  /**
+   * What the model would see: a header line with path and lines, then numbered lines.
+   */
+  text: string,
+};
+
+export type DocumentStatus = {
+  uri: string,
+  version: number,
+  languageId: string,
+  /**
+   * The version at the last `didSave`, `null` if not saved since it was opened.
+   */
+  savedVersion: number | null,
+};
+
+export type FinalStatus = "done" | "cancelled" | "failed";
+
+/**
+ * How a session ended.
+ */
+export type Outcome = {
+  status: FinalStatus,
+  /**
+   * The model's last words (its summary of the work).
+   */
+  message: string,
+  /**
+   * Why it failed or stopped early, in words the user can act on.
+   */
+  reason: string | null,
+  steps: number,
+  filesChanged: Array<string>,
+  usage: Usage,
+};
+
+export type PlanStep = {
+  title: string,
+  status: PlanStepStatus,
+};
+
+export type PlanStepStatus = "pending" | "in_progress" | "done";
+
+/**
+ * A position in a document, in the encoding negotiated at `initialize`.
+ */
+export type Position = {
+  line: number,
+  character: number,
+};
+
+/**
+ * A range in a document, in the encoding negotiated at `initialize`.
+ */
+export type Range = {
+  start: Position,
+  end: Position,
+};
+
+export type RequestApprovalParams = {
+  sessionId: string,
+  /**
+   * `network`, `write`, `time`, `memory`, `processes` or `command`.
+   */
+  kind: string,
+  /**
+   * The command line, when a command asks.
+   */
+  command: string | null,
+  /**
+   * Why, in a sentence for the user.
+   */
+  reason: string,
+};
+
+export type RequestApprovalResult = {
+  /**
+   * `allow` (this once), `allowAlways` (for the rest of the session) or `deny`.
+   */
+  decision: string,
+};
+
+export type ReviewResult = {
+  sessionId: string,
+  /**
+   * Workspace-relative paths of the files accepted (or rejected).
+   */
+  files: Array<string>,
+};
+
+export type ServerInfo = {
+  name: string,
+  version: string,
+};
+
+export type SessionInfo = {
+  sessionId: string,
+  task: string,
+  /**
+   * `running`, `done`, `cancelled`, `failed`, or `interrupted` (a session of an earlier
+   * server that never ended: `wright/agentRun` with its `sessionId` resumes it).
+   */
+  status: string,
+  steps: number,
+  /**
+   * Workspace-relative paths of the files its edits changed.
+   */
+  filesChanged: Array<string>,
+};
+
+export type SessionParams = {
+  sessionId: string,
+};
+
+export type SessionsResult = {
+  sessions: Array<SessionInfo>,
+};
+
+export type SettingStatus = {
+  key: string,
+  /**
+   * `null` when unset.
+   */
+  value: string | null,
+  /**
+   * Where the value came from (`default`, `environment OPENAI_API_KEY`, `user file …`).
+   */
+  source: string | null,
+};
+
+export type StatusResult = {
+  server: ServerInfo,
+  /**
+   * The encoding negotiated at `initialize`: `utf-8`, `utf-16` or `utf-32`.
+   */
+  positionEncoding: string,
+  /**
+   * The workspace roots, as file-system paths.
+   */
+  workspaceFolders: Array<string>,
+  /**
+   * Open documents, sorted by URI.
+   */
+  documents: Array<DocumentStatus>,
+  /**
+   * Every configuration key, in schema order; secrets show as `<set>`.
+   */
+  settings: Array<SettingStatus>,
+  /**
+   * Configuration problems (unknown keys, wrong types), each prefixed with its source.
+   */
+  problems: Array<string>,
+  /**
+   * Where the server's log goes: `stderr` or a file path.
+   */
+  log: string,
+};
+
+/**
+ * A document, named as LSP names it.
+ */
+export type TextDocumentIdentifier = {
+  uri: string,
+};
+
+export type UndoParams = {
+  sessionId?: string | null,
+};
+
+export type UndoResult = {
+  sessionId: string,
+  /**
+   * Workspace-relative paths of the files restored.
+   */
+  files: Array<string>,
+};
+
+/**
+ * Token counts: `input` is the whole prompt, of which `cachedInput` was read from the
+ * provider's cache and `cacheWrite` written to it.
+ */
+export type Usage = {
+  input: number,
+  cachedInput: number,
+  output: number,
+  cacheWrite: number,
+};
+
+export type ViewFileTextParams = {
+  textDocument: TextDocumentIdentifier,
+};
+
+export type ViewFileTextResult = {
+  version: number,
+  text: string,
+};
