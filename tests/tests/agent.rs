@@ -10,6 +10,16 @@ use wright_tests::{Editor, Spawn, TempDir, file_uri};
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
 
 fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
+    start_with(
+        dir,
+        provider,
+        json!({"workspace": {"workspaceEdit": {"documentChanges": true}}}),
+    )
+}
+
+/// The server on `<dir>/ws`, its model the scripted provider, its cache and data in `dir`,
+/// initialized with `capabilities`.
+fn start_with(dir: &TempDir, provider: &ScriptedProvider, capabilities: Value) -> Editor {
     let root = dir.path().join("ws");
     let spawn = Spawn {
         root: Some(root.clone()),
@@ -29,7 +39,7 @@ fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
         ..Spawn::default()
     };
     let mut init = Editor::init_params(&root);
-    init["capabilities"] = json!({"workspace": {"workspaceEdit": {"documentChanges": true}}});
+    init["capabilities"] = capabilities;
     Editor::start(&spawn, init).0
 }
 
@@ -444,29 +454,14 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
     ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
     let root = dir.path().join("ws");
-    let spawn = Spawn {
-        root: Some(root.clone()),
-        env: vec![
-            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
-            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
-            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
-            (
-                "XDG_CACHE_HOME".into(),
-                dir.path().join("cache").display().to_string(),
-            ),
-            (
-                "XDG_DATA_HOME".into(),
-                dir.path().join("data").display().to_string(),
-            ),
-        ],
-        ..Spawn::default()
-    };
-    let mut init = Editor::init_params(&root);
-    init["capabilities"] = json!({
-        "workspace": {"workspaceEdit": {"documentChanges": true}},
-        "experimental": {"wrightRequestApproval": true},
-    });
-    let (mut editor, _) = Editor::start(&spawn, init);
+    let mut editor = start_with(
+        &dir,
+        &provider,
+        json!({
+            "workspace": {"workspaceEdit": {"documentChanges": true}},
+            "experimental": {"wrightRequestApproval": true},
+        }),
+    );
     let uri = file_uri(&root.join("src/lib.rs"));
     editor.open(&uri, "rust", 1, "unsaved in the editor\n");
     let run = editor.request("wright/agentRun", json!({"task": "build"}));

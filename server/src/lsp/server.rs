@@ -53,6 +53,26 @@ fn process_env(var: &str) -> Option<String> {
     std::env::var(var).ok()
 }
 
+/// Runs `work` (which waits on the editor, through `workspace/applyEdit`) on a blocking thread
+/// while the transport carries the editor's answers; its refusal is error -32003.
+async fn on_blocking_thread<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> RpcResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| RpcError {
+            code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
+            message: format!("{what} failed: {err}").into(),
+            data: None,
+        })?
+        .map_err(|message| RpcError {
+            code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32003),
+            message: message.into(),
+            data: None,
+        })
+}
+
 /// A poisoned lock means a handler panicked mid-update; the data is still the best we have, and
 /// refusing every later request would lose the user's buffers for good.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -470,36 +490,14 @@ impl Backend {
 
     async fn review(&self, session_id: String, accept: bool) -> RpcResult<proto::ReviewResult> {
         let agents = Arc::clone(&self.agents);
-        tokio::task::spawn_blocking(move || agents.review(&session_id, accept))
-            .await
-            .map_err(|err| RpcError {
-                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
-                message: format!("review failed: {err}").into(),
-                data: None,
-            })?
-            .map_err(|message| RpcError {
-                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32003),
-                message: message.into(),
-                data: None,
-            })
+        on_blocking_thread("review", move || agents.review(&session_id, accept)).await
     }
 
     /// `wright/undo`: through `workspace/applyEdit`, so on a blocking thread while the
     /// transport carries the editor's answer.
     pub async fn undo(&self, params: proto::UndoParams) -> RpcResult<proto::UndoResult> {
         let agents = Arc::clone(&self.agents);
-        tokio::task::spawn_blocking(move || agents.undo(params.session_id.as_deref()))
-            .await
-            .map_err(|err| RpcError {
-                code: tower_lsp_server::jsonrpc::ErrorCode::InternalError,
-                message: format!("undo failed: {err}").into(),
-                data: None,
-            })?
-            .map_err(|message| RpcError {
-                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32003),
-                message: message.into(),
-                data: None,
-            })
+        on_blocking_thread("undo", move || agents.undo(params.session_id.as_deref())).await
     }
 
     /// `wright/viewFileText`.
