@@ -295,6 +295,9 @@ pub struct SessionInfo {
     pub steps: u32,
     /// Workspace-relative paths of the files its edits changed.
     pub files_changed: Vec<String>,
+    /// Edits of this server's run still applied: the checkpoints `wright/undo` can go back to
+    /// are 0 to this.
+    pub checkpoints: u32,
 }
 
 /// `wright/editsAccept`: applies every edit a review session (`applyMode: "review"`) holds,
@@ -342,6 +345,10 @@ impl Request for Undo {
 pub struct UndoParams {
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Undo back to this checkpoint: the number of the session's edits to keep, counted from
+    /// its first (`wright/sessions` gives the count). All of them are undone when absent.
+    #[serde(default)]
+    pub checkpoint: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

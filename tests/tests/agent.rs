@@ -548,3 +548,67 @@ fn code_actions_carry_their_command_and_start_a_session() {
     assert!(message.contains("The user selected lines 2-2"), "{message}");
     editor.shutdown();
 }
+
+#[test]
+fn undo_goes_back_to_a_checkpoint() {
+    let dir = TempDir::new("lsp-agent-checkpoint");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a - b\n", "    a + b\n"),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e2", "pub fn add", "pub fn sum"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let mut editor = start(&dir, &provider);
+    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+    editor.open(&uri, "rust", 1, LIB);
+    let run = editor.request("wright/agentRun", json!({"task": "fix and rename add"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let first = LIB.replace("a - b", "a + b");
+    let second = first.replace("pub fn add", "pub fn sum");
+    // The editor applies each edit, with the change notification editors send.
+    for (version, text) in [(2, &first), (3, &second)] {
+        let (id, _) = apply_edit_request(&mut editor);
+        editor.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
+        );
+        editor.respond(&id, json!({"applied": true}));
+    }
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["checkpoints"], 2);
+
+    // Back to the first checkpoint: the rename goes, the fix stays.
+    let undo = editor.send_request(
+        "wright/undo",
+        json!({"sessionId": session, "checkpoint": 1}),
+    );
+    let (id, _) = apply_edit_request(&mut editor);
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 4}, "contentChanges": [{"text": first}]}),
+    );
+    editor.respond(&id, json!({"applied": true}));
+    let undone = editor.expect_response(&json!(undo));
+    assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
+    assert_eq!(editor.text_of(&uri), (4, first));
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["checkpoints"], 1);
+    let past = editor.request_response(
+        "wright/undo",
+        json!({"sessionId": session, "checkpoint": 5}),
+    );
+    assert!(
+        past["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("past them"),
+        "{past}"
+    );
+    editor.shutdown();
+}

@@ -332,6 +332,11 @@ export type SessionInfo = {
    * Workspace-relative paths of the files its edits changed.
    */
   filesChanged: Array<string>,
+  /**
+   * Edits of this server's run still applied: the checkpoints `wright/undo` can go back to
+   * are 0 to this.
+   */
+  checkpoints: number,
 };
 
 export type SessionParams = {
@@ -391,6 +396,11 @@ export type TextDocumentIdentifier = {
 
 export type UndoParams = {
   sessionId?: string | null,
+  /**
+   * Undo back to this checkpoint: the number of the session's edits to keep, counted from
+   * its first (`wright/sessions` gives the count). All of them are undone when absent.
+   */
+  checkpoint?: number | null,
 };
 
 export type UndoResult = {

@@ -497,7 +497,10 @@ impl Backend {
     /// transport carries the editor's answer.
     pub async fn undo(&self, params: proto::UndoParams) -> RpcResult<proto::UndoResult> {
         let agents = Arc::clone(&self.agents);
-        on_blocking_thread("undo", move || agents.undo(params.session_id.as_deref())).await
+        on_blocking_thread("undo", move || {
+            agents.undo(params.session_id.as_deref(), params.checkpoint)
+        })
+        .await
     }
 
     /// `wright/viewFileText`.
@@ -910,7 +913,12 @@ impl LanguageServer for Backend {
                     .first()
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                let result = self.undo(proto::UndoParams { session_id }).await?;
+                let result = self
+                    .undo(proto::UndoParams {
+                        session_id,
+                        checkpoint: None,
+                    })
+                    .await?;
                 Ok(serde_json::to_value(result).ok())
             }
             other => Err(RpcError::invalid_params(format!(

@@ -286,6 +286,8 @@ impl Agents {
                     .as_ref()
                     .map(|o| o.files_changed.clone())
                     .unwrap_or_default(),
+                // This server applied none of an earlier server's edits.
+                checkpoints: 0,
                 session_id: recorded.session_id,
                 task: recorded.task,
             })
@@ -298,6 +300,7 @@ impl Agents {
                 status: state.status.to_owned(),
                 steps: state.steps,
                 files_changed: state.files_changed,
+                checkpoints: entry.target.checkpoints() as u32,
             }
         }));
         listed
@@ -327,7 +330,11 @@ impl Agents {
     }
 
     /// Reverts the edits of session `id` (the last session when `None`). Blocking.
-    pub fn undo(&self, id: Option<&str>) -> Result<proto::UndoResult, String> {
+    pub fn undo(
+        &self,
+        id: Option<&str>,
+        checkpoint: Option<u32>,
+    ) -> Result<proto::UndoResult, String> {
         let entry = self.find(id).ok_or_else(|| match id {
             Some(id) => format!("no session {id:?}"),
             None => "no agent session to undo".to_owned(),
@@ -338,9 +345,17 @@ impl Agents {
                 entry.id
             ));
         }
+        let applied = entry.target.checkpoints();
+        let keep = checkpoint.map_or(0, |n| n as usize);
+        if keep > applied {
+            return Err(format!(
+                "session {} has {applied} edits applied; checkpoint {keep} is past them",
+                entry.id
+            ));
+        }
         let files = entry
             .target
-            .undo_all()
+            .undo_to(keep)
             .map_err(|err| format!("nothing more restored: {err}"))?;
         Ok(proto::UndoResult {
             session_id: entry.id.clone(),

@@ -267,15 +267,21 @@ impl EditorTarget {
             .map(|document| (document.version(), document.text().to_string()))
     }
 
-    /// Undoes every plan this target applied, newest first, all or none per plan.
-    pub fn undo_all(&self) -> Result<Vec<String>, EditError> {
+    /// Edits applied and not undone.
+    pub fn checkpoints(&self) -> usize {
+        self.applied.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Undoes the plans this target applied after the first `keep`, newest first, all or none
+    /// per plan.
+    pub fn undo_to(&self, keep: usize) -> Result<Vec<String>, EditError> {
         let applied: Vec<Checkpoint> = self
             .applied
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let mut files = Vec::new();
-        for checkpoint in applied.iter().rev() {
+        for checkpoint in applied.iter().skip(keep).rev() {
             self.apply_unrecorded(&checkpoint.inverse())?;
             self.applied.lock().unwrap_or_else(|e| e.into_inner()).pop();
             for (path, _, _) in &checkpoint.files {
