@@ -149,7 +149,18 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// The whole session, history included.
     pub fn read(path: &Path) -> Result<Self, JournalError> {
+        Self::read_lines(path, true)
+    }
+
+    /// The session without its history (`messages` empty): what a list needs, without
+    /// decoding megabytes of tool output per session.
+    fn summary(path: &Path) -> Result<Self, JournalError> {
+        Self::read_lines(path, false)
+    }
+
+    fn read_lines(path: &Path, history: bool) -> Result<Self, JournalError> {
         let io = |source| JournalError::Io {
             path: path.to_owned(),
             source,
@@ -158,6 +169,13 @@ impl Recorded {
         let mut lines = Vec::new();
         for line in reader.lines() {
             let line = line.map_err(io)?;
+            // Lines are written by serde with the tag first, so a prefix tells their kind.
+            if !history
+                && (line.starts_with(r#"{"kind":"message""#)
+                    || line.starts_with(r#"{"kind":"rewrite""#))
+            {
+                continue;
+            }
             match serde_json::from_str::<Line>(&line) {
                 Ok(parsed) => lines.push(parsed),
                 // The last line of a killed process may be cut; nothing after it was written.
@@ -221,7 +239,7 @@ impl Recorded {
             .flatten()
             .map(|entry| entry.path())
             .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-            .filter_map(|path| Self::read(&path).ok())
+            .filter_map(|path| Self::summary(&path).ok())
             .collect();
         sessions.sort_by(|a, b| (a.started_at, &a.session_id).cmp(&(b.started_at, &b.session_id)));
         sessions
@@ -381,7 +399,12 @@ mod tests {
         assert!(
             matches!(&resumed[3], Message::ToolResult { call_id, is_error: true, content } if call_id == "b" && content.contains("interrupted"))
         );
-        assert_eq!(Recorded::list(&dir).len(), 1);
+        let listed = Recorded::list(&dir);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (listed[0].task.as_str(), listed[0].messages.len()),
+            ("fix it", 0)
+        );
         assert!(matches!(
             Recorded::find(&dir, "../t-1"),
             Err(JournalError::Unknown { .. })
