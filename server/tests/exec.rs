@@ -603,3 +603,38 @@ fn ctrl_c_cancels_a_running_command_at_once_and_its_processes_die() {
     std::thread::sleep(std::time::Duration::from_secs(4));
     assert!(!dir.path().join("ws/late.txt").exists());
 }
+
+#[test]
+fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
+    let dir = setup("exec-resume-failed");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call("l", "list_dir", "{}"),
+    ));
+    let out = exec(
+        &dir,
+        Some(&provider),
+        &["look", "--max-steps", "1", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    let id = stderr
+        .split("session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Looked."])));
+    let resumed = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let result: Value = serde_json::from_str(text(&resumed.stdout).trim()).unwrap();
+    assert_eq!(result["message"], "Looked.");
+    let again = exec(&dir, Some(&provider), &["--resume", &id]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("the model finished it"),
+        "{}",
+        text(&again.stderr)
+    );
+}

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::events::Outcome;
+use super::events::{FinalStatus, Outcome};
 use crate::llm::Message;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -310,8 +310,9 @@ pub fn begin(
     (vec![message], journal)
 }
 
-/// An interrupted session taken up again: its record, the history to continue from, and its
-/// journal, marked `resumed` with that history. A session that ended is not resumed.
+/// An interrupted, failed or cancelled session taken up again: its record, the history to
+/// continue from, and its journal, marked `resumed` with that history. A session the model
+/// finished is not resumed.
 pub fn resume(
     data_dir: &Path,
     root: &Path,
@@ -319,10 +320,13 @@ pub fn resume(
 ) -> Result<(Recorded, Vec<Message>, Journal), String> {
     let recorded =
         Recorded::find(&sessions_dir(data_dir, root), session_id).map_err(|e| e.to_string())?;
-    if let Some(outcome) = &recorded.outcome {
+    // A session that failed (a provider outage, the step limit) or was cancelled goes on from
+    // where it stopped; one the model finished is done.
+    if let Some(outcome) = &recorded.outcome
+        && outcome.status == FinalStatus::Done
+    {
         return Err(format!(
-            "session {session_id} already ended ({:?}); start a new one",
-            outcome.status
+            "session {session_id} already ended: the model finished it; start a new one"
         ));
     }
     let history = recorded.resumable_messages();
