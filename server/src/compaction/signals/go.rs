@@ -100,7 +100,7 @@ pub(super) fn parse(text: &str, workspace: &Workspace) -> Signals {
 mod tests {
     use std::path::Path;
 
-    use super::super::extract;
+    use super::super::{extract, failure_summary};
     use super::*;
 
     #[test]
@@ -109,22 +109,8 @@ mod tests {
         let signals = extract(text, None, Some(Path::new("/home/dev/calc")));
         assert_eq!(signals.format, Format::GoTest);
         assert_eq!((signals.passed, signals.failed), (Some(3), Some(4)));
-        let failures: Vec<(String, String, String)> = signals
-            .failures
-            .iter()
-            .map(|f| {
-                (
-                    f.name.clone(),
-                    f.message.clone().unwrap_or_default(),
-                    f.location
-                        .as_ref()
-                        .map(Location::to_string)
-                        .unwrap_or_default(),
-                )
-            })
-            .collect();
         assert_eq!(
-            failures,
+            failure_summary(&signals),
             [
                 (
                     "TestAdd".into(),

@@ -183,25 +183,8 @@ pub(super) fn parse_tsc(text: &str, workspace: &Workspace) -> Signals {
 mod tests {
     use std::path::Path;
 
-    use super::super::{Location, extract};
+    use super::super::{extract, failure_summary as summary};
     use super::*;
-
-    fn summary(signals: &Signals) -> Vec<(String, String, String)> {
-        signals
-            .failures
-            .iter()
-            .map(|f| {
-                (
-                    f.name.clone(),
-                    f.message.clone().unwrap_or_default(),
-                    f.location
-                        .as_ref()
-                        .map(Location::to_string)
-                        .unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
 
     #[test]
     fn jest_blocks_give_name_assertion_and_workspace_frame() {

@@ -538,6 +538,26 @@ fn generic(text: &str, workspace: &Workspace) -> Signals {
     signals
 }
 
+/// Each failure as (name, message, location), empty strings for what is missing: what the
+/// parsers' tests compare against.
+#[cfg(test)]
+fn failure_summary(signals: &Signals) -> Vec<(String, String, String)> {
+    signals
+        .failures
+        .iter()
+        .map(|f| {
+            (
+                f.name.clone(),
+                f.message.clone().unwrap_or_default(),
+                f.location
+                    .as_ref()
+                    .map(Location::to_string)
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -221,25 +221,8 @@ pub(super) fn parse_unittest(text: &str, workspace: &Workspace) -> Signals {
 mod tests {
     use std::path::Path;
 
-    use super::super::extract;
+    use super::super::{extract, failure_summary as summary};
     use super::*;
-
-    fn summary(signals: &Signals) -> Vec<(String, String, String)> {
-        signals
-            .failures
-            .iter()
-            .map(|f| {
-                (
-                    f.name.clone(),
-                    f.message.clone().unwrap_or_default(),
-                    f.location
-                        .as_ref()
-                        .map(Location::to_string)
-                        .unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
 
     #[test]
     fn unittest_failures_take_the_exception_line_and_the_deepest_frame() {
