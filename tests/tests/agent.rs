@@ -62,6 +62,15 @@ fn finished(editor: &mut Editor, session: &str) -> Value {
     event["params"]["outcome"].clone()
 }
 
+/// What an editor does with an edit it applies: the change notification, then the answer.
+fn applies(editor: &mut Editor, id: &Value, uri: &str, version: i32, text: &str) {
+    editor.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
+    );
+    editor.respond(id, json!({"applied": true}));
+}
+
 /// Takes the next `workspace/applyEdit`; returns its id and its one text document edit.
 fn apply_edit_request(editor: &mut Editor) -> (Value, Value) {
     let request = editor.expect("a workspace/applyEdit request", |m| {
@@ -109,11 +118,7 @@ fn an_agent_edit_lands_in_the_open_buffer_versioned_and_undo_takes_it_back() {
     );
     let fixed = LIB.replace("a - b", "a + b");
     // As editors do: the change, then the answer.
-    editor.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": 8}, "contentChanges": [{"text": fixed}]}),
-    );
-    editor.respond(&id, json!({"applied": true}));
+    applies(&mut editor, &id, &uri, 8, &fixed);
 
     let outcome = finished(&mut editor, &session);
     assert_eq!(outcome["status"], "done", "{outcome}");
@@ -146,11 +151,7 @@ fn an_agent_edit_lands_in_the_open_buffer_versioned_and_undo_takes_it_back() {
     let undo_id = editor.send_request("wright/undo", json!({}));
     let (id, change) = apply_edit_request(&mut editor);
     assert_eq!(change["textDocument"]["version"], 8);
-    editor.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": 9}, "contentChanges": [{"text": LIB}]}),
-    );
-    editor.respond(&id, json!({"applied": true}));
+    applies(&mut editor, &id, &uri, 9, LIB);
     let undone = editor.expect_response(&json!(undo_id));
     assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
     let (version, text) = editor.text_of(&uri);
@@ -399,11 +400,7 @@ fn review_mode_holds_edits_until_accepted_and_reject_drops_them() {
     let accept_id = editor.send_request("wright/editsAccept", json!({"sessionId": session}));
     let (id, change) = apply_edit_request(&mut editor);
     assert_eq!(change["textDocument"]["version"], 1);
-    editor.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
-    );
-    editor.respond(&id, json!({"applied": true}));
+    applies(&mut editor, &id, &uri, 2, &fixed);
     let accepted = editor.expect_response(&json!(accept_id));
     assert_eq!(
         accepted["result"]["files"],
@@ -573,11 +570,7 @@ fn undo_goes_back_to_a_checkpoint() {
     // The editor applies each edit, with the change notification editors send.
     for (version, text) in [(2, &first), (3, &second)] {
         let (id, _) = apply_edit_request(&mut editor);
-        editor.notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
-        );
-        editor.respond(&id, json!({"applied": true}));
+        applies(&mut editor, &id, &uri, version, text);
     }
     assert_eq!(finished(&mut editor, &session)["status"], "done");
     let sessions = editor.request("wright/sessions", json!(null));
@@ -589,11 +582,7 @@ fn undo_goes_back_to_a_checkpoint() {
         json!({"sessionId": session, "checkpoint": 1}),
     );
     let (id, _) = apply_edit_request(&mut editor);
-    editor.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": 4}, "contentChanges": [{"text": first}]}),
-    );
-    editor.respond(&id, json!({"applied": true}));
+    applies(&mut editor, &id, &uri, 4, &first);
     let undone = editor.expect_response(&json!(undo));
     assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
     assert_eq!(editor.text_of(&uri), (4, first));
