@@ -72,13 +72,18 @@ fn kill_after(
     }
     child.kill().unwrap(); // SIGKILL: no cleanup runs
     let stderr = text(&child.wait_with_output().unwrap().stderr);
-    let id = stderr
+    let id = session_id(&stderr);
+    (stderr, id)
+}
+
+/// The session id `wright exec` prints on stderr when a run starts.
+fn session_id(stderr: &str) -> String {
+    stderr
         .split("session ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no session id in {stderr}"))
-        .to_owned();
-    (stderr, id)
+        .to_owned()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -618,13 +623,7 @@ fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
         &["look", "--max-steps", "1", "--json"],
     );
     assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    let id = stderr
-        .split("session ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap()
-        .to_owned();
+    let id = session_id(&text(&out.stderr));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Looked."])));
     let resumed = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
