@@ -464,26 +464,10 @@ impl Decoder for OpenAiDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseParser;
     use crate::llm::types::{Sampling, ToolSchema};
 
     fn decode(body: &str, chunk: usize) -> Result<Vec<Event>, String> {
-        let mut parser = SseParser::default();
-        let mut decoder = OpenAiDecoder::default();
-        let (mut sse, mut out) = (Vec::new(), Vec::new());
-        for piece in body.as_bytes().chunks(chunk) {
-            parser.feed(piece, &mut sse);
-            for event in sse.drain(..) {
-                if decoder
-                    .event(&event, &mut out)
-                    .map_err(|f| format!("{f:?}"))?
-                {
-                    return Ok(out);
-                }
-            }
-        }
-        decoder.end(&mut out).map_err(|f| format!("{f:?}"))?;
-        Ok(out)
+        crate::llm::transport::decode_in_chunks(OpenAiDecoder::default(), body, chunk)
     }
 
     const PARALLEL: &str = concat!(

@@ -516,6 +516,31 @@ fn jitter_seed() -> u64 {
     hasher.finish()
 }
 
+/// Feeds `body` to `decoder` in `chunk`-byte pieces, as the network would: the events it
+/// decodes, or its fault. For the decoders' tests.
+#[cfg(test)]
+pub(crate) fn decode_in_chunks(
+    mut decoder: impl Decoder,
+    body: &str,
+    chunk: usize,
+) -> Result<Vec<Event>, String> {
+    let mut parser = SseParser::default();
+    let (mut sse, mut out) = (Vec::new(), Vec::new());
+    for piece in body.as_bytes().chunks(chunk) {
+        parser.feed(piece, &mut sse);
+        for event in sse.drain(..) {
+            if decoder
+                .event(&event, &mut out)
+                .map_err(|f| format!("{f:?}"))?
+            {
+                return Ok(out);
+            }
+        }
+    }
+    decoder.end(&mut out).map_err(|f| format!("{f:?}"))?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
