@@ -73,9 +73,7 @@ fn applies(editor: &mut Editor, id: &Value, uri: &str, version: i32, text: &str)
 
 /// Takes the next `workspace/applyEdit`; returns its id and its one text document edit.
 fn apply_edit_request(editor: &mut Editor) -> (Value, Value) {
-    let request = editor.expect("a workspace/applyEdit request", |m| {
-        m["method"] == "workspace/applyEdit" && m.get("id").is_some()
-    });
+    let request = apply_edit(editor);
     let changes = request["params"]["edit"]["documentChanges"]
         .as_array()
         .expect("versioned documentChanges")
@@ -598,6 +596,324 @@ fn undo_goes_back_to_a_checkpoint() {
             .unwrap()
             .contains("past them"),
         "{past}"
+    );
+    editor.shutdown();
+}
+
+/// The editor's buffers in the tests that emulate one: uri → (version, text).
+type Buffers = std::collections::HashMap<String, (i64, String)>;
+
+fn uri_path(uri: &Value) -> std::path::PathBuf {
+    let uri = uri.as_str().expect("a uri");
+    let path = uri.strip_prefix("file://").expect("a file uri");
+    assert!(
+        !path.contains('%'),
+        "the test paths need no decoding: {uri}"
+    );
+    path.into()
+}
+
+/// `text` with LSP text edits applied (ASCII text: characters are bytes).
+fn apply_text_edits(text: &str, edits: &Value) -> String {
+    let offset = |position: &Value| {
+        let line = position["line"].as_u64().unwrap() as usize;
+        let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+        start + position["character"].as_u64().unwrap() as usize
+    };
+    let mut edits: Vec<(usize, usize, &str)> = edits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edit| {
+            let range = &edit["range"];
+            (
+                offset(&range["start"]),
+                offset(&range["end"]),
+                edit["newText"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
+    let mut text = text.to_owned();
+    for (start, end, new) in edits {
+        text.replace_range(start..end, new);
+    }
+    text
+}
+
+/// Applies a `workspace/applyEdit` as VS Code does: resource operations on disk (a deleted or
+/// renamed buffer closed), text edits in buffers (opening the file first, `didOpen`, when it
+/// is not open; a versioned edit checked against the buffer), each followed by its
+/// `didChange`; then the answer.
+fn applies_like_vscode(editor: &mut Editor, request: &Value, buffers: &mut Buffers) {
+    for change in request["params"]["edit"]["documentChanges"]
+        .as_array()
+        .expect("documentChanges")
+    {
+        match change["kind"].as_str() {
+            Some("create") => {
+                let path = uri_path(&change["uri"]);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                assert!(!path.exists(), "create must not overwrite {path:?}");
+                std::fs::write(path, "").unwrap();
+            }
+            Some("rename") => {
+                std::fs::rename(uri_path(&change["oldUri"]), uri_path(&change["newUri"])).unwrap();
+                let old = change["oldUri"].as_str().unwrap();
+                assert!(!buffers.contains_key(old), "renames only unopened files");
+            }
+            Some("delete") => {
+                std::fs::remove_file(uri_path(&change["uri"])).unwrap();
+                let uri = change["uri"].as_str().unwrap();
+                if buffers.remove(uri).is_some() {
+                    editor.notify(
+                        "textDocument/didClose",
+                        json!({"textDocument": {"uri": uri}}),
+                    );
+                }
+            }
+            _ => {
+                let document = &change["textDocument"];
+                let uri = document["uri"].as_str().unwrap().to_owned();
+                if !buffers.contains_key(&uri) {
+                    assert!(document["version"].is_null(), "{change}");
+                    let text = std::fs::read_to_string(uri_path(&document["uri"])).unwrap();
+                    editor.open(&uri, "rust", 1, &text);
+                    buffers.insert(uri.clone(), (1, text));
+                }
+                let (version, text) = buffers.get_mut(&uri).unwrap();
+                if !document["version"].is_null() {
+                    assert_eq!(document["version"], *version, "{change}");
+                }
+                *text = apply_text_edits(text, &change["edits"]);
+                *version += 1;
+                editor.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": *version}, "contentChanges": [{"text": *text}]}),
+                );
+            }
+        }
+    }
+    editor.respond(&request["id"], json!({"applied": true}));
+}
+
+/// The next `workspace/applyEdit` request, whole.
+fn apply_edit(editor: &mut Editor) -> Value {
+    editor.expect("a workspace/applyEdit request", |m| {
+        m["method"] == "workspace/applyEdit" && m.get("id").is_some()
+    })
+}
+
+/// What a `workspace/applyEdit` does, one line per change: its kind and workspace path, and
+/// the version of a text edit.
+fn operations(request: &Value, root: &std::path::Path) -> Vec<String> {
+    let relative = |uri: &Value| {
+        uri_path(uri)
+            .strip_prefix(root)
+            .unwrap()
+            .display()
+            .to_string()
+    };
+    request["params"]["edit"]["documentChanges"]
+        .as_array()
+        .expect("documentChanges")
+        .iter()
+        .map(|change| match change["kind"].as_str() {
+            Some("rename") => format!(
+                "rename {} -> {}",
+                relative(&change["oldUri"]),
+                relative(&change["newUri"])
+            ),
+            Some(kind) => format!("{kind} {}", relative(&change["uri"])),
+            None => format!(
+                "edit {} version {}",
+                relative(&change["textDocument"]["uri"]),
+                change["textDocument"]["version"]
+            ),
+        })
+        .collect()
+}
+
+const PATCH: &str = "*** Begin Patch\n*** Add File: src/new.rs\n+pub fn new() {}\n\
+    *** Update File: src/lib.rs\n@@\n-    a - b\n+    a + b\n*** Delete File: src/old.rs\n\
+    *** Update File: src/a.rs\n*** Move to: src/b.rs\n@@\n-pub fn a() {}\n+pub fn b() {}\n\
+    *** End Patch\n";
+
+fn patch_turn() -> Turn {
+    Turn::default().tool_call("p1", "apply_patch", &json!({"patch": PATCH}).to_string())
+}
+
+fn operations_workspace(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    dir.write("ws/src/lib.rs", LIB);
+    dir.write("ws/src/old.rs", "// old\n");
+    dir.write("ws/src/a.rs", "pub fn a() {}\n");
+    dir
+}
+
+#[test]
+fn files_the_editor_has_not_opened_change_through_its_operations_and_undo_reverses_them() {
+    let dir = operations_workspace("lsp-agent-operations");
+    let root = dir.path().join("ws");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &patch_turn()));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let mut editor = start_with(
+        &dir,
+        &provider,
+        json!({"workspace": {"workspaceEdit": {
+            "documentChanges": true, "resourceOperations": ["create", "rename", "delete"],
+        }}}),
+    );
+    let mut buffers = Buffers::new();
+    let run = editor.request("wright/agentRun", json!({"task": "reshape the crate"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+
+    let request = apply_edit(&mut editor);
+    assert_eq!(
+        operations(&request, &root),
+        [
+            "rename src/a.rs -> src/b.rs",
+            "edit src/b.rs version null",
+            "edit src/lib.rs version null",
+            "create src/new.rs",
+            "edit src/new.rs version null",
+            "delete src/old.rs",
+        ],
+        "one edit, every file through the editor: {request}"
+    );
+    applies_like_vscode(&mut editor, &request, &mut buffers);
+    let outcome = finished(&mut editor, &session);
+    assert_eq!(outcome["status"], "done", "{outcome}");
+    assert_eq!(
+        outcome["filesChanged"],
+        json!([
+            "src/a.rs",
+            "src/b.rs",
+            "src/lib.rs",
+            "src/new.rs",
+            "src/old.rs"
+        ])
+    );
+    // The server wrote nothing itself: the text waits, unsaved, in the editor's buffers.
+    let disk = |path: &str| std::fs::read_to_string(root.join(path)).ok();
+    assert_eq!(disk("src/lib.rs").as_deref(), Some(LIB));
+    assert_eq!(disk("src/new.rs").as_deref(), Some(""));
+    assert_eq!(disk("src/b.rs").as_deref(), Some("pub fn a() {}\n"));
+    assert_eq!((disk("src/a.rs"), disk("src/old.rs")), (None, None));
+    let uri = |path: &str| file_uri(&root.join(path));
+    assert_eq!(
+        editor.text_of(&uri("src/lib.rs")).1,
+        LIB.replace("a - b", "a + b")
+    );
+    assert_eq!(editor.text_of(&uri("src/b.rs")).1, "pub fn b() {}\n");
+    assert_eq!(editor.text_of(&uri("src/new.rs")).1, "pub fn new() {}\n");
+
+    // Undo goes through the editor too; the buffers it opened are emptied at their version
+    // before their files are deleted, so a keystroke typed meanwhile makes the editor refuse.
+    let undo = editor.send_request("wright/undo", json!({"sessionId": session}));
+    let request = apply_edit(&mut editor);
+    assert_eq!(
+        operations(&request, &root),
+        [
+            "edit src/b.rs version 2",
+            "delete src/b.rs",
+            "edit src/lib.rs version 2",
+            "edit src/new.rs version 2",
+            "delete src/new.rs",
+            "create src/a.rs",
+            "edit src/a.rs version null",
+            "create src/old.rs",
+            "edit src/old.rs version null",
+        ],
+        "{request}"
+    );
+    applies_like_vscode(&mut editor, &request, &mut buffers);
+    let undone = editor.expect_response(&json!(undo));
+    assert_eq!(
+        undone["result"]["files"],
+        json!([
+            "src/a.rs",
+            "src/b.rs",
+            "src/lib.rs",
+            "src/new.rs",
+            "src/old.rs"
+        ]),
+        "{undone}"
+    );
+    assert_eq!((disk("src/b.rs"), disk("src/new.rs")), (None, None));
+    assert_eq!(editor.text_of(&uri("src/lib.rs")).1, LIB);
+    assert_eq!(editor.text_of(&uri("src/a.rs")).1, "pub fn a() {}\n");
+    assert_eq!(editor.text_of(&uri("src/old.rs")).1, "// old\n");
+    editor.shutdown();
+}
+
+#[test]
+fn a_client_without_resource_operations_gets_new_files_on_disk() {
+    let dir = operations_workspace("lsp-agent-no-operations");
+    let root = dir.path().join("ws");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &patch_turn()));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let mut editor = start(&dir, &provider);
+    let run = editor.request("wright/agentRun", json!({"task": "reshape the crate"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    assert!(
+        editor
+            .try_take(|m| m["method"] == "workspace/applyEdit")
+            .is_none(),
+        "the client cannot create files: the whole edit goes to disk, atomically"
+    );
+    let disk = |path: &str| std::fs::read_to_string(root.join(path)).ok();
+    assert_eq!(
+        disk("src/lib.rs").as_deref(),
+        Some(LIB.replace("a - b", "a + b").as_str())
+    );
+    assert_eq!(disk("src/new.rs").as_deref(), Some("pub fn new() {}\n"));
+    assert_eq!(disk("src/b.rs").as_deref(), Some("pub fn b() {}\n"));
+    assert_eq!((disk("src/a.rs"), disk("src/old.rs")), (None, None));
+    editor.shutdown();
+}
+
+#[test]
+fn an_unversioned_edit_the_editor_never_shows_is_not_redone() {
+    let dir = TempDir::new("lsp-agent-unconfirmed");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a - b\n", "    a + b\n"),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Told the user."]),
+    ));
+    let mut editor = start(&dir, &provider);
+    let run = editor.request("wright/agentRun", json!({"task": "fix add"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    // The file is not open: the edit carries no version. This editor claims it applied it and
+    // shows nothing, neither in a buffer nor on disk.
+    let (id, change) = apply_edit_request(&mut editor);
+    assert!(change["textDocument"]["version"].is_null(), "{change}");
+    editor.respond(&id, json!({"applied": true}));
+    let outcome = finished(&mut editor, &session);
+    assert_eq!(outcome["filesChanged"], json!([]), "{outcome}");
+    let messages = provider.requests()[1].json()["messages"].clone();
+    let result = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("Do not redo it"), "{result}");
+    assert_eq!(provider.requests().len(), 2, "no retry was asked for");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/src/lib.rs")).unwrap(),
+        LIB
     );
     editor.shutdown();
 }

@@ -92,6 +92,13 @@ pub enum EditError {
     },
     #[error("{}: changed since the edit was planned; read it again and redo the edit", path.display())]
     Stale { path: PathBuf },
+    #[error(
+        "{}: the editor said it applied the edit, but neither its buffers nor the disk show \
+         it; it may be waiting unsaved in a buffer wright cannot see. Do not redo it: tell the \
+         user, who can save or undo it",
+        path.display()
+    )]
+    Unconfirmed { path: PathBuf },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -124,6 +131,7 @@ impl EditError {
             Self::NotText { .. } => "not_text",
             Self::Syntax { .. } => "syntax",
             Self::Stale { .. } => "stale",
+            Self::Unconfirmed { .. } => "unconfirmed",
             Self::Io { .. } => "io",
         }
     }
@@ -141,6 +149,7 @@ impl EditError {
             | Self::NotText { path }
             | Self::Syntax { path, .. }
             | Self::Stale { path }
+            | Self::Unconfirmed { path }
             | Self::Io { path, .. } => Some(path.clone()),
         }
     }

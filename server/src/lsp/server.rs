@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types as lsp;
 use tower_lsp_server::{Client, LanguageServer};
 use wright_protocol as proto;
 
-use super::agent::{Agents, Start};
+use super::agent::{Agents, EditCapabilities, Start};
 use super::convert;
 use super::indexing::Indexes;
 use crate::buffers::{Buffers, Document, DocumentKey, VersionOrder};
@@ -420,11 +420,7 @@ impl Backend {
             config,
             index,
             focus,
-            versioned_edits: capabilities
-                .and_then(|caps| caps.workspace.as_ref())
-                .and_then(|ws| ws.workspace_edit.as_ref())
-                .and_then(|edit| edit.document_changes)
-                == Some(true),
+            edit_capabilities: EditCapabilities::of_client(capabilities),
             progress: capabilities
                 .and_then(|caps| caps.window.as_ref())
                 .and_then(|window| window.work_done_progress)

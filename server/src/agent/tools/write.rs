@@ -82,7 +82,10 @@ fn land(context: &ToolContext, ops: &[edit::FileOp]) -> ToolResult {
     let target = context.edits.as_ref();
     // The engine's messages say what to change (candidate lines of an ambiguous match, the
     // nearest text of a missing one).
-    let refused = |err: EditError| Failure::Refused(format!("refused, nothing changed: {err}"));
+    let refused = |err: EditError| match err {
+        EditError::Unconfirmed { .. } => Failure::Refused(err.to_string()),
+        err => Failure::Refused(format!("refused, nothing changed: {err}")),
+    };
     let plan = edit::plan::plan(ops, target.source()).map_err(refused)?;
     if plan.files.is_empty() {
         return Ok(ToolOutput::ok(

@@ -24,6 +24,7 @@ use crate::agent::tools::ToolContext;
 use crate::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session};
 use crate::buffers::Buffers;
 use approval::EditorApprover;
+pub use target::EditCapabilities;
 use target::{EditorTarget, LiveBuffers};
 
 /// The `wright/agentEvent` notification.
@@ -64,7 +65,8 @@ pub struct Start {
     pub index: Option<Arc<crate::index::Index>>,
     pub walk: crate::workspace::WalkOptions,
     pub focus: agent::prompt::EditorFocus,
-    pub versioned_edits: bool,
+    /// What the client takes in a `workspace/applyEdit`.
+    pub edit_capabilities: EditCapabilities,
     pub progress: bool,
     /// Where session journals go.
     pub data_dir: PathBuf,
@@ -107,7 +109,7 @@ impl Agents {
             Arc::clone(&start.buffers),
             start.root.clone(),
             gate,
-            start.versioned_edits,
+            start.edit_capabilities,
         );
         let target = Arc::new(if start.review {
             target.reviewing(events.clone())

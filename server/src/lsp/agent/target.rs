@@ -1,7 +1,9 @@
-//! Where an editor session's edits land: `workspace/applyEdit` on the open documents —
-//! versioned, and confirmed from the `didChange` that follows — and the disk for the other
-//! files; in review mode, held as proposals until accepted. Every applied plan is remembered
-//! for undo.
+//! Where an editor session's edits land: `workspace/applyEdit` — versioned text edits on the
+//! open documents, and, when the client declares them, unversioned edits and create / rename /
+//! delete operations for the files it has not opened — each confirmed from what follows (the
+//! `didChange` or `didOpen`, or the disk); the disk directly for a client that cannot take
+//! them. In review mode, edits are held as proposals until accepted. Every applied plan is
+//! remembered for undo.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -15,13 +17,62 @@ use super::super::convert;
 use crate::agent::AgentEvent;
 use crate::agent::tools::EditTarget;
 use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
+use crate::edit::plan::replacement;
 use crate::edit::{
-    Checkpoint, DiskFiles, EditError, FilePlan, FileSource, FileState, GateMode, Plan, Versioned,
+    ActionKind, Checkpoint, DiskFiles, EditError, FilePlan, FileSource, FileState, GateMode, Plan,
+    Replacement, Versioned,
 };
 use crate::workspace::Overlay;
 
 /// How long the `didChange` confirming an applied edit may take to arrive.
 const CONFIRMATION: Duration = Duration::from_secs(3);
+
+/// What the client declared it takes in a `workspace/applyEdit`
+/// (`workspace.workspaceEdit` in its capabilities).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EditCapabilities {
+    /// `documentChanges`: versioned text document edits, and unversioned ones for files it
+    /// has not opened.
+    pub document_changes: bool,
+    pub create: bool,
+    pub rename: bool,
+    pub delete: bool,
+}
+
+impl EditCapabilities {
+    pub fn of_client(capabilities: Option<&lsp::ClientCapabilities>) -> Self {
+        let Some(edit) = capabilities
+            .and_then(|caps| caps.workspace.as_ref())
+            .and_then(|ws| ws.workspace_edit.as_ref())
+        else {
+            return Self::default();
+        };
+        let operations = edit.resource_operations.as_deref().unwrap_or_default();
+        Self {
+            document_changes: edit.document_changes == Some(true),
+            create: operations.contains(&lsp::ResourceOperationKind::Create),
+            rename: operations.contains(&lsp::ResourceOperationKind::Rename),
+            delete: operations.contains(&lsp::ResourceOperationKind::Delete),
+        }
+    }
+
+    /// Whether the client can delete an open document safely: emptied by a versioned edit
+    /// (refused if the user typed since), then deleted, in one edit.
+    fn deletes_open(&self) -> bool {
+        self.document_changes && self.delete
+    }
+
+    /// Whether the client can take every change of `files` (none of them open): text edits
+    /// without a version, and the resource operations that creating or deleting them needs.
+    fn takes_unopened(&self, files: &[&FilePlan]) -> bool {
+        self.document_changes
+            && files.iter().all(|file| match (&file.before, &file.after) {
+                (None, _) => self.create,
+                (Some(_), None) => self.delete,
+                (Some(_), Some(_)) => true,
+            })
+    }
+}
 
 /// The open buffers, read live: a session sees every keystroke the user types while it runs.
 pub struct LiveBuffers(pub Arc<Mutex<Buffers>>);
@@ -76,8 +127,7 @@ pub struct EditorTarget {
     runtime: tokio::runtime::Handle,
     disk: DiskFiles,
     gate: GateMode,
-    /// The client takes `documentChanges` (versioned edits).
-    versioned: bool,
+    capabilities: EditCapabilities,
     applied: Mutex<Vec<Checkpoint>>,
     /// `applyMode: "review"`: edits are held here until accepted or rejected.
     review: Option<Pending>,
@@ -91,7 +141,7 @@ impl EditorTarget {
         buffers: Arc<Mutex<Buffers>>,
         root: PathBuf,
         gate: GateMode,
-        versioned: bool,
+        capabilities: EditCapabilities,
     ) -> Self {
         Self {
             client,
@@ -100,7 +150,7 @@ impl EditorTarget {
             root,
             runtime: tokio::runtime::Handle::current(),
             gate,
-            versioned,
+            capabilities,
             applied: Mutex::new(Vec::new()),
             review: None,
             events: None,
@@ -294,73 +344,96 @@ impl EditorTarget {
         Ok(files)
     }
 
-    /// Applies `plan`: open documents through the editor (versioned, confirmed), the rest on
-    /// disk.
+    /// Applies `plan` through the editor — the open documents versioned, the other files too
+    /// when the client takes what they need — and confirms it; what the client cannot take
+    /// goes to the disk.
     fn apply_unrecorded(&self, plan: &Plan) -> Result<(), EditError> {
-        let mut in_editor = Vec::new();
-        let mut on_disk = Vec::new();
+        let mut open = Vec::new();
+        let mut unopened = Vec::new();
         for file in &plan.files {
             let before = file.before.as_ref().map(|b| b.text.as_str());
             match self.open_document(&file.path) {
+                Some(_) if file.after.is_none() && !self.capabilities.deletes_open() => {
+                    return Err(EditError::BadPath {
+                        path: file.path.to_string_lossy().into_owned(),
+                        reason: "is open in the editor, which cannot delete files through \
+                                 its edits; leave it, or ask the user to delete it",
+                    });
+                }
                 Some((version, text)) => {
                     // The buffer must still hold what the plan was computed against.
-                    if before != Some(text.as_str()) || file.after.is_none() {
+                    if before != Some(text.as_str()) {
                         return Err(EditError::Stale {
                             path: file.path.clone(),
                         });
                     }
-                    in_editor.push((file, version, text));
+                    open.push(OpenFile {
+                        plan: file,
+                        version,
+                        text,
+                    });
                 }
-                None => on_disk.push(file.clone()),
+                None => unopened.push(file),
             }
         }
-        if !in_editor.is_empty() {
-            self.apply_in_editor(&in_editor)?;
+        let (through_editor, on_disk) = if self.capabilities.takes_unopened(&unopened) {
+            (unopened, Vec::new())
+        } else {
+            (Vec::new(), unopened)
+        };
+        if !open.is_empty() || !through_editor.is_empty() {
+            self.apply_in_editor(&open, &through_editor, plan)?;
         }
         if !on_disk.is_empty() {
             self.disk.apply(&Plan {
-                files: on_disk,
+                files: on_disk.into_iter().cloned().collect(),
                 ..Plan::default()
             })?;
         }
         Ok(())
     }
 
-    fn apply_in_editor(&self, files: &[(&FilePlan, i32, String)]) -> Result<(), EditError> {
+    fn apply_in_editor(
+        &self,
+        open: &[OpenFile],
+        unopened: &[&FilePlan],
+        plan: &Plan,
+    ) -> Result<(), EditError> {
         let encoding = self
             .buffers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .encoding();
-        let mut document_edits = Vec::new();
-        let mut changes = HashMap::new();
-        for (file, version, text) in files {
-            let uri = file_uri(&self.root.join(&file.path))?;
-            let edits = text_edits(text, file, encoding);
-            if self.versioned {
-                document_edits.push(lsp::TextDocumentEdit {
-                    text_document: lsp::OptionalVersionedTextDocumentIdentifier {
-                        uri,
-                        version: Some(*version),
-                    },
-                    edits: edits.into_iter().map(lsp::OneOf::Left).collect(),
-                });
-            } else {
-                changes.insert(uri, edits);
+        let edit = if self.capabilities.document_changes {
+            let mut operations = Vec::new();
+            for file in open {
+                let path = self.root.join(&file.plan.path);
+                let edits = match &file.plan.after {
+                    Some(_) => text_edits(&file.text, &file.plan.edits, encoding),
+                    None => text_edits(&file.text, &[replacement(&file.text, "")], encoding),
+                };
+                operations.push(text_document_edit(&path, Some(file.version), edits)?);
+                if file.plan.after.is_none() {
+                    operations.push(delete_file(file_uri(&path)?));
+                }
             }
-        }
-        let edit = if self.versioned {
+            operations.extend(self.unopened_operations(unopened, plan, encoding)?);
             lsp::WorkspaceEdit {
-                document_changes: Some(lsp::DocumentChanges::Edits(document_edits)),
+                document_changes: Some(lsp::DocumentChanges::Operations(operations)),
                 ..Default::default()
             }
         } else {
+            let mut changes = HashMap::new();
+            for file in open {
+                let uri = file_uri(&self.root.join(&file.plan.path))?;
+                changes.insert(uri, text_edits(&file.text, &file.plan.edits, encoding));
+            }
             lsp::WorkspaceEdit {
                 changes: Some(changes),
                 ..Default::default()
             }
         };
-        let first = files[0].0.path.clone();
+        let first = plan.files[0].path.clone();
         let stale = || EditError::Stale {
             path: first.clone(),
         };
@@ -379,38 +452,187 @@ impl EditorTarget {
             );
             return Err(stale());
         }
-        // Confirmation: every buffer holds the plan's result.
+        // `applied: true` is not trusted: every file must show the plan's result — an open
+        // buffer from its `didChange`, another file from the `didOpen` of the buffer the
+        // editor opened to edit it, or on disk.
         let deadline = Instant::now() + CONFIRMATION;
         loop {
-            let pending = files.iter().find(|(file, _, _)| {
-                self.open_document(&file.path).map(|(_, text)| text) != file.after
-            });
-            let Some((file, _, _)) = pending else {
-                return Ok(());
+            let open_pending = open.iter().find(|file| !self.shows(file.plan));
+            let unopened_pending = unopened.iter().find(|file| !self.shows(file));
+            let (path, unconfirmed) = match (open_pending, unopened_pending) {
+                (None, None) => return Ok(()),
+                (Some(file), _) => (&file.plan.path, false),
+                (None, Some(file)) => (&file.path, true),
             };
-            if Instant::now() > deadline {
-                tracing::info!(
-                    "the editor said it applied an edit to {} but its buffer never showed it",
-                    file.path.display()
-                );
+            if Instant::now() <= deadline {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            tracing::info!(
+                "the editor said it applied an edit to {} but never showed it",
+                path.display()
+            );
+            let path = path.clone();
+            // A versioned edit the editor skipped is safe to redo; an unversioned one might
+            // sit in a buffer wright cannot see, and redoing it could apply it twice.
+            return Err(if unconfirmed {
+                EditError::Unconfirmed { path }
+            } else {
+                EditError::Stale { path }
+            });
+        }
+    }
+
+    /// The operations that bring the files the editor has not opened to the plan's result:
+    /// unversioned text edits, creations, deletions, and renames for the plan's moves when
+    /// the client takes them. Each file must still be on disk what the plan was computed
+    /// against.
+    fn unopened_operations(
+        &self,
+        files: &[&FilePlan],
+        plan: &Plan,
+        encoding: PositionEncoding,
+    ) -> Result<Vec<lsp::DocumentChangeOperation>, EditError> {
+        let find = |path: &Path| files.iter().copied().find(|file| file.path == path);
+        // Moves whose source goes away and whose destination is new: destination → source.
+        let renames: HashMap<&Path, &FilePlan> = if self.capabilities.rename {
+            plan.actions
+                .iter()
+                .filter(|action| action.kind == ActionKind::Move)
+                .filter_map(|action| {
+                    let source = find(&action.path)?;
+                    let destination = find(action.to.as_deref()?)?;
+                    (source.before.is_some()
+                        && source.after.is_none()
+                        && destination.before.is_none()
+                        && destination.after.is_some())
+                    .then_some((destination.path.as_path(), source))
+                })
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        let renamed = |path: &Path| renames.values().any(|source| source.path == path);
+        let mut operations = Vec::new();
+        for file in files {
+            let on_disk = match self.disk.state(&file.path)? {
+                FileState::File(current) => Some(current.text),
+                _ => None,
+            };
+            if on_disk.as_ref() != file.before.as_ref().map(|b| &b.text) {
                 return Err(EditError::Stale {
                     path: file.path.clone(),
                 });
             }
-            std::thread::sleep(Duration::from_millis(10));
+            let path = self.root.join(&file.path);
+            let uri = file_uri(&path)?;
+            match (&file.before, &file.after, renames.get(file.path.as_path())) {
+                (_, Some(after), Some(source)) => {
+                    let before = &source.before.as_ref().map_or("", |b| b.text.as_str());
+                    operations.push(lsp::DocumentChangeOperation::Op(lsp::ResourceOp::Rename(
+                        lsp::RenameFile {
+                            old_uri: file_uri(&self.root.join(&source.path))?,
+                            new_uri: uri,
+                            options: Some(lsp::RenameFileOptions {
+                                overwrite: Some(false),
+                                ignore_if_exists: Some(false),
+                            }),
+                            annotation_id: None,
+                        },
+                    )));
+                    if before != after {
+                        let edits = text_edits(before, &[replacement(before, after)], encoding);
+                        operations.push(text_document_edit(&path, None, edits)?);
+                    }
+                }
+                (_, None, _) if renamed(&file.path) => {}
+                (None, after, _) => {
+                    operations.push(lsp::DocumentChangeOperation::Op(lsp::ResourceOp::Create(
+                        lsp::CreateFile {
+                            uri,
+                            options: Some(lsp::CreateFileOptions {
+                                overwrite: Some(false),
+                                ignore_if_exists: Some(false),
+                            }),
+                            annotation_id: None,
+                        },
+                    )));
+                    if let Some(text) = after.as_deref().filter(|text| !text.is_empty()) {
+                        let edits = text_edits("", &[replacement("", text)], encoding);
+                        operations.push(text_document_edit(&path, None, edits)?);
+                    }
+                }
+                (Some(_), None, _) => operations.push(delete_file(uri)),
+                (Some(before), Some(_), None) => {
+                    let edits = text_edits(&before.text, &file.edits, encoding);
+                    operations.push(text_document_edit(&path, None, edits)?);
+                }
+            }
+        }
+        Ok(operations)
+    }
+
+    /// Whether the editor or the disk shows `file`'s result: an open buffer holding it, or,
+    /// with no buffer open, the disk; a deleted file gone from the disk, its buffer (if the
+    /// editor has not closed it yet) emptied.
+    fn shows(&self, file: &FilePlan) -> bool {
+        let on_disk = || match self.disk.state(&file.path) {
+            Ok(FileState::File(current)) => Some(current.text),
+            _ => None,
+        };
+        match (self.open_document(&file.path), &file.after) {
+            (Some((_, text)), Some(after)) => &text == after,
+            (open, None) => open.is_none_or(|(_, text)| text.is_empty()) && on_disk().is_none(),
+            (None, after) => &on_disk() == after,
         }
     }
 }
 
-/// The LSP edits that turn `text` (the buffer, equal to the plan's `before`) into the plan's
-/// `after`, in the negotiated encoding.
-fn text_edits(text: &str, file: &FilePlan, encoding: PositionEncoding) -> Vec<lsp::TextEdit> {
+/// An open document a plan changes, as the server holds it.
+struct OpenFile<'a> {
+    plan: &'a FilePlan,
+    version: i32,
+    text: String,
+}
+
+fn delete_file(uri: lsp::Uri) -> lsp::DocumentChangeOperation {
+    lsp::DocumentChangeOperation::Op(lsp::ResourceOp::Delete(lsp::DeleteFile {
+        uri,
+        options: Some(lsp::DeleteFileOptions {
+            recursive: Some(false),
+            ignore_if_not_exists: Some(false),
+        }),
+        annotation_id: None,
+    }))
+}
+
+fn text_document_edit(
+    path: &Path,
+    version: Option<i32>,
+    edits: Vec<lsp::TextEdit>,
+) -> Result<lsp::DocumentChangeOperation, EditError> {
+    Ok(lsp::DocumentChangeOperation::Edit(lsp::TextDocumentEdit {
+        text_document: lsp::OptionalVersionedTextDocumentIdentifier {
+            uri: file_uri(path)?,
+            version,
+        },
+        edits: edits.into_iter().map(lsp::OneOf::Left).collect(),
+    }))
+}
+
+/// The LSP edits that apply `replacements` (byte ranges of `text`) to `text`, in the
+/// negotiated encoding.
+fn text_edits(
+    text: &str,
+    replacements: &[Replacement],
+    encoding: PositionEncoding,
+) -> Vec<lsp::TextEdit> {
     let rope = ropey::Rope::from_str(text);
     let position = |offset: usize| {
         let position = offset_to_position(&rope, offset, encoding);
         lsp::Position::new(position.line, position.character)
     };
-    file.edits
+    replacements
         .iter()
         .map(|replacement| lsp::TextEdit {
             range: lsp::Range::new(
