@@ -409,6 +409,13 @@ pub enum AgentEventKind {
         name: String,
         arguments: String,
     },
+    /// The user answered an approval a command asked for: `allow`, `allowAlways` (for the rest
+    /// of the session) or `deny`.
+    Approval { command: String, decision: String },
+    /// The editor applied an edit to these files, and its buffers (or the disk) show it.
+    EditApplied { paths: Vec<String> },
+    /// The editor refused an edit or never showed it; `reason` is what the model is told.
+    EditRejected { paths: Vec<String>, reason: String },
     /// Its result (`output` is what the model sees).
     ToolResult {
         id: String,

@@ -48,6 +48,9 @@ const EVENT_SAMPLES: &[&str] = &[
     r#"{"sessionId": "s1", "seq": 3, "kind": "textDelta", "text": "Reading"}"#,
     r#"{"sessionId": "s1", "seq": 4, "kind": "toolCall", "id": "call_1", "name": "read_file", "arguments": "{}"}"#,
     r#"{"sessionId": "s1", "seq": 5, "kind": "toolResult", "id": "call_1", "name": "read_file", "isError": false, "output": "1 fn main() {}"}"#,
+    r#"{"sessionId": "s1", "seq": 6, "kind": "approval", "command": "cargo fetch", "decision": "allow"}"#,
+    r#"{"sessionId": "s1", "seq": 6, "kind": "editApplied", "paths": ["src/lib.rs"]}"#,
+    r#"{"sessionId": "s1", "seq": 6, "kind": "editRejected", "paths": ["src/lib.rs"], "reason": "src/lib.rs: changed since the edit was planned"}"#,
     r#"{"sessionId": "s1", "seq": 6, "kind": "filesChanged", "paths": ["src/lib.rs"]}"#,
     r#"{"sessionId": "s1", "seq": 6, "kind": "editProposed", "path": "src/lib.rs", "before": "a - b\n", "after": null}"#,
     r#"{"sessionId": "s1", "seq": 7, "kind": "plan", "steps": [{"title": "edit", "status": "in_progress"}]}"#,
@@ -117,6 +120,9 @@ fn agent_event_kinds_match_the_doc() {
             | AgentEventKind::TextDelta { .. }
             | AgentEventKind::ToolCall { .. }
             | AgentEventKind::ToolResult { .. }
+            | AgentEventKind::Approval { .. }
+            | AgentEventKind::EditApplied { .. }
+            | AgentEventKind::EditRejected { .. }
             | AgentEventKind::FilesChanged { .. }
             | AgentEventKind::EditProposed { .. }
             | AgentEventKind::Plan { .. }

@@ -462,6 +462,7 @@ pub async fn exec(
             ..Limits::default()
         },
         events,
+        tool_events: None,
     });
     let printer = tokio::spawn(async move {
         let mut stderr = std::io::stderr();
@@ -524,6 +525,13 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
         AgentEvent::FilesChanged { paths } => writeln!(out, "  changed {}", paths.join(", ")),
         // Headless runs apply their edits; nothing is held for review.
         AgentEvent::EditProposed { path, .. } => writeln!(out, "  proposed {path}"),
+        AgentEvent::Approval { command, decision } => {
+            writeln!(out, "  approval of `{command}`: {decision}")
+        }
+        AgentEvent::EditApplied { paths } => writeln!(out, "  applied {}", paths.join(", ")),
+        AgentEvent::EditRejected { paths, reason } => {
+            writeln!(out, "  not applied to {}: {reason}", paths.join(", "))
+        }
         AgentEvent::Plan { steps } => writeln!(out, "  plan: {} steps", steps.len()),
         AgentEvent::Usage { total } => writeln!(
             out,

@@ -62,6 +62,40 @@ fn finished(editor: &mut Editor, session: &str) -> Value {
     event["params"]["outcome"].clone()
 }
 
+/// Waits for the session's next `wright/agentEvent` of `kind`; returns its params.
+fn agent_event(editor: &mut Editor, session: &str, kind: &str) -> Value {
+    editor.expect(&format!("a {kind} event"), |m| {
+        m["method"] == "wright/agentEvent"
+            && m["params"]["sessionId"] == session
+            && m["params"]["kind"] == kind
+    })["params"]
+        .clone()
+}
+
+/// The lines of a session's journal, found under the data directory of `dir`.
+fn journal(dir: &TempDir, session: &str) -> Vec<Value> {
+    fn find(folder: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+        for entry in std::fs::read_dir(folder).ok()?.flatten() {
+            let path = entry.path();
+            if path.file_name().is_some_and(|file| file == name) {
+                return Some(path);
+            }
+            if path.is_dir()
+                && let Some(found) = find(&path, name)
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+    let path = find(&dir.path().join("data"), &format!("{session}.jsonl")).expect("a journal");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
 /// What an editor does with an edit it applies: the change notification, then the answer.
 fn applies(editor: &mut Editor, id: &Value, uri: &str, version: i32, text: &str) {
     editor.notify(
@@ -117,10 +151,21 @@ fn an_agent_edit_lands_in_the_open_buffer_versioned_and_undo_takes_it_back() {
     let fixed = LIB.replace("a - b", "a + b");
     // As editors do: the change, then the answer.
     applies(&mut editor, &id, &uri, 8, &fixed);
+    // The confirmation is an input of the session's loop: sent on, and journaled.
+    let applied = agent_event(&mut editor, &session, "editApplied");
+    assert_eq!(applied["paths"], json!(["src/lib.rs"]), "{applied}");
 
     let outcome = finished(&mut editor, &session);
     assert_eq!(outcome["status"], "done", "{outcome}");
     assert_eq!(outcome["filesChanged"], json!(["src/lib.rs"]));
+    let journaled: Vec<Value> = journal(&dir, &session)
+        .into_iter()
+        .filter(|line| line["kind"] == "tool")
+        .collect();
+    assert_eq!(
+        journaled,
+        [json!({"kind": "tool", "event": {"kind": "editApplied", "paths": ["src/lib.rs"]}})]
+    );
     let result = &provider.requests()[1].json()["messages"];
     let tool = result
         .as_array()
@@ -193,6 +238,17 @@ fn a_refused_or_unconfirmed_edit_is_reported_to_the_model_and_nothing_is_lost() 
     let (id, change) = apply_edit_request(&mut editor);
     assert_eq!(change["textDocument"]["version"], 2);
     editor.respond(&id, json!({"applied": true}));
+    for _ in 0..2 {
+        let rejected = agent_event(&mut editor, &session, "editRejected");
+        assert_eq!(rejected["paths"], json!(["src/lib.rs"]), "{rejected}");
+        assert!(
+            rejected["reason"]
+                .as_str()
+                .unwrap()
+                .contains("changed since the edit was planned"),
+            "{rejected}"
+        );
+    }
 
     let outcome = finished(&mut editor, &session);
     assert_eq!(outcome["status"], "done");
@@ -468,6 +524,12 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
     assert_eq!(ask["params"]["kind"], "network", "{ask}");
     assert_eq!(ask["params"]["sessionId"], session.as_str());
     editor.respond(&ask["id"], json!({"decision": "allow"}));
+    let approval = agent_event(&mut editor, &session, "approval");
+    assert_eq!(approval["decision"], "allow", "{approval}");
+    assert!(
+        approval["command"].as_str().unwrap().contains("/dev/tcp"),
+        "{approval}"
+    );
     assert_eq!(finished(&mut editor, &session)["status"], "done");
 
     let results = provider.requests()[2].json()["messages"].clone();

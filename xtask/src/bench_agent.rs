@@ -143,6 +143,7 @@ fn session(
                 ..Limits::default()
             },
             events,
+            tool_events: None,
         });
         let outcome = session.run().await;
         drop(session);

@@ -451,6 +451,17 @@ mod tests {
                 ],
             },
             AgentEvent::Usage { total: usage },
+            AgentEvent::Approval {
+                command: "cargo fetch".into(),
+                decision: "allowAlways".into(),
+            },
+            AgentEvent::EditApplied {
+                paths: vec!["src/lib.rs".into()],
+            },
+            AgentEvent::EditRejected {
+                paths: vec!["src/lib.rs".into()],
+                reason: "changed since the edit was planned".into(),
+            },
             AgentEvent::EditProposed {
                 path: "src/lib.rs".into(),
                 before: Some("a - b\n".into()),
@@ -505,6 +516,9 @@ mod tests {
                 | AgentEvent::TextDelta { .. }
                 | AgentEvent::ToolCall { .. }
                 | AgentEvent::ToolResult { .. }
+                | AgentEvent::Approval { .. }
+                | AgentEvent::EditApplied { .. }
+                | AgentEvent::EditRejected { .. }
                 | AgentEvent::FilesChanged { .. }
                 | AgentEvent::EditProposed { .. }
                 | AgentEvent::Plan { .. }
@@ -539,7 +553,7 @@ mod tests {
             assert_eq!(serde_json::to_value(&read).unwrap(), sent);
             kinds.insert(sent["kind"].as_str().unwrap().to_owned());
         }
-        assert_eq!(kinds.len(), 12, "one sample per kind: {kinds:?}");
+        assert_eq!(kinds.len(), 15, "one sample per kind: {kinds:?}");
     }
 
     /// `ts(optional_fields = nullable)` must sit exactly on the structs whose fields are

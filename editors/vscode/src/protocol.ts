@@ -102,6 +102,17 @@ export type AgentEventKind = {
   name: string,
   arguments: string,
 } | {
+  "kind": "approval",
+  command: string,
+  decision: string,
+} | {
+  "kind": "editApplied",
+  paths: Array<string>,
+} | {
+  "kind": "editRejected",
+  paths: Array<string>,
+  reason: string,
+} | {
   "kind": "toolResult",
   id: string,
   name: string,

@@ -1,5 +1,6 @@
 //! What a session reports as it goes, and how it ended: the values behind `wright exec`'s
-//! stderr and `--json`, and (with the agent protocol) the editor's `wright/agentEvent`s.
+//! stderr and `--json`, and (with the agent protocol) the editor's `wright/agentEvent`s; and
+//! what its tools report to its loop while they run.
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,21 @@ pub enum AgentEvent {
         id: String,
         name: String,
         arguments: String,
+    },
+    /// The user answered an approval a command asked for: `allow`, `allowAlways` (for the
+    /// rest of the session) or `deny`.
+    Approval {
+        command: String,
+        decision: String,
+    },
+    /// The editor applied an edit to these files, and its buffers (or the disk) show it.
+    EditApplied {
+        paths: Vec<String>,
+    },
+    /// The editor refused an edit, or never showed it; the model is told why.
+    EditRejected {
+        paths: Vec<String>,
+        reason: String,
     },
     /// Its result (`output` is what the model sees).
     ToolResult {
@@ -76,6 +92,57 @@ pub enum AgentEvent {
     Finished {
         outcome: Outcome,
     },
+}
+
+/// What happens inside a running tool that its session hears of at once, as an input of its
+/// loop beside the model's stream, cancellation and the deadline: the user's answer to an
+/// approval, an edit the editor applied, refused or (review mode) holds. The loop forwards
+/// each to the session's listeners and journals it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ToolEvent {
+    Approval {
+        command: String,
+        decision: String,
+    },
+    EditApplied {
+        paths: Vec<String>,
+    },
+    EditRejected {
+        paths: Vec<String>,
+        reason: String,
+    },
+    EditProposed {
+        path: String,
+        before: Option<String>,
+        after: Option<String>,
+    },
+}
+
+/// Where tools report [`ToolEvent`]s.
+pub type ToolEvents = tokio::sync::mpsc::UnboundedSender<ToolEvent>;
+
+impl From<ToolEvent> for AgentEvent {
+    fn from(event: ToolEvent) -> Self {
+        match event {
+            ToolEvent::Approval { command, decision } => Self::Approval { command, decision },
+            ToolEvent::EditApplied { paths } => Self::EditApplied { paths },
+            ToolEvent::EditRejected { paths, reason } => Self::EditRejected { paths, reason },
+            ToolEvent::EditProposed {
+                path,
+                before,
+                after,
+            } => Self::EditProposed {
+                path,
+                before,
+                after,
+            },
+        }
+    }
 }
 
 /// How a session ended.

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::events::{FinalStatus, Outcome};
+use super::events::{FinalStatus, Outcome, ToolEvent};
 use crate::llm::Message;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +41,10 @@ pub enum Line {
     },
     Resumed {
         at: u64,
+    },
+    /// What a tool reported as it ran: an approval answered, an edit applied or refused.
+    Tool {
+        event: ToolEvent,
     },
     End {
         outcome: Outcome,
@@ -212,7 +216,7 @@ impl Recorded {
                 Line::Rewrite { messages } => recorded.messages = messages,
                 Line::End { outcome } => recorded.outcome = Some(outcome),
                 Line::Resumed { .. } => recorded.outcome = None,
-                Line::Start { .. } => {}
+                Line::Start { .. } | Line::Tool { .. } => {}
             }
         }
         Ok(recorded)

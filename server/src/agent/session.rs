@@ -6,18 +6,21 @@
 //! their results are appended. The loop ends when the model answers without a tool call, when
 //! a limit is reached, when the model fails, or when the session is cancelled; cancellation
 //! drops the model's stream (which aborts the HTTP request) and reaches a running command
-//! through the tools' [`Cancel`].
+//! through the tools' [`Cancel`]. While it waits, the loop reacts to one closed set of inputs
+//! ([`Input`]): the model's stream, the tools' results and what they report as it happens
+//! (approvals answered, edits applied or refused: [`ToolEvent`]), cancellation and the
+//! deadline.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
 use super::Cancel;
-use super::events::{AgentEvent, FinalStatus, Outcome};
+use super::events::{AgentEvent, FinalStatus, Outcome, ToolEvent};
 use super::journal::{Journal, Line};
 use super::tools::{self, ToolContext, ToolOutput};
 use crate::compaction::{ArtifactStore, Compactor, Settings as Compaction};
@@ -50,6 +53,10 @@ enum Input {
     Model(Result<Event, LlmError>),
     /// The model's stream ended.
     ModelDone,
+    /// The running batch of tool calls finished: their outputs, in the calls' order.
+    ToolsDone(Vec<ToolOutput>),
+    /// A running tool reported what the user or the editor did.
+    Tool(ToolEvent),
     Cancelled,
     /// The session's wall-time limit passed.
     Deadline,
@@ -73,6 +80,8 @@ pub struct Setup {
     pub journal: Option<Journal>,
     pub limits: Limits,
     pub events: UnboundedSender<AgentEvent>,
+    /// Where the tools report approvals and the editor's answers to edits (none headless).
+    pub tool_events: Option<UnboundedReceiver<ToolEvent>>,
 }
 
 pub struct Session {
@@ -85,6 +94,7 @@ pub struct Session {
     transcript: Transcript,
     limits: Limits,
     events: UnboundedSender<AgentEvent>,
+    tool_events: Option<UnboundedReceiver<ToolEvent>>,
     usage: Usage,
     steps: u32,
     changed: BTreeSet<String>,
@@ -114,6 +124,7 @@ impl Session {
             transcript,
             limits: setup.limits,
             events: setup.events,
+            tool_events: setup.tool_events,
             usage: Usage::default(),
             steps: 0,
             changed: BTreeSet::new(),
@@ -210,6 +221,7 @@ impl Session {
                 biased;
                 () = cancel.cancelled() => Input::Cancelled,
                 () = tokio::time::sleep_until(deadline) => Input::Deadline,
+                event = next_tool_event(&mut self.tool_events) => Input::Tool(event),
                 item = stream.next() => item.map_or(Input::ModelDone, Input::Model),
             };
             match input {
@@ -229,9 +241,11 @@ impl Session {
                     return Err(self.end(FinalStatus::Failed, text, Some(message)));
                 }
                 Input::ModelDone => return Ok((text, calls, finish)),
+                Input::Tool(event) => self.tool_event(event),
                 // Dropping the stream (on return) aborts the HTTP request.
                 Input::Cancelled => return Err(self.cancelled(text)),
                 Input::Deadline => return Err(self.out_of_time(text)),
+                Input::ToolsDone(_) => unreachable!("no tool runs during a model turn"),
             }
         }
     }
@@ -276,12 +290,33 @@ impl Session {
                 }
             }));
             let cancel = self.cancel().clone();
-            let outputs = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(self.cancelled(String::new())),
-                () = tokio::time::sleep_until(deadline) => return Err(self.out_of_time(String::new())),
-                outputs = running => outputs,
+            let mut running = std::pin::pin!(running);
+            let outputs = loop {
+                let input = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => Input::Cancelled,
+                    () = tokio::time::sleep_until(deadline) => Input::Deadline,
+                    event = next_tool_event(&mut self.tool_events) => Input::Tool(event),
+                    outputs = &mut running => Input::ToolsDone(outputs),
+                };
+                match input {
+                    Input::ToolsDone(outputs) => break outputs,
+                    Input::Tool(event) => self.tool_event(event),
+                    Input::Cancelled => return Err(self.cancelled(String::new())),
+                    Input::Deadline => return Err(self.out_of_time(String::new())),
+                    Input::Model(_) | Input::ModelDone => {
+                        unreachable!("no model stream while tools run")
+                    }
+                }
             };
+            // What the tools reported just before they returned comes before their results.
+            while let Some(event) = self
+                .tool_events
+                .as_mut()
+                .and_then(|events| events.try_recv().ok())
+            {
+                self.tool_event(event);
+            }
             for (call, output) in batch.iter().zip(outputs) {
                 self.record(call, output);
             }
@@ -375,6 +410,14 @@ impl Session {
         });
     }
 
+    /// Forwards what a tool reported to the session's listeners, and journals it.
+    fn tool_event(&mut self, event: ToolEvent) {
+        self.journal(&Line::Tool {
+            event: event.clone(),
+        });
+        self.emit(event.into());
+    }
+
     /// Appends to the transcript and the journal.
     fn push(&mut self, message: Message) {
         self.journal(&Line::Message {
@@ -429,6 +472,21 @@ impl Session {
             outcome: outcome.clone(),
         });
         outcome
+    }
+}
+
+/// The next event the tools report; never, for a session whose tools report none.
+async fn next_tool_event(events: &mut Option<UnboundedReceiver<ToolEvent>>) -> ToolEvent {
+    match events {
+        Some(receiver) => match receiver.recv().await {
+            Some(event) => event,
+            None => {
+                // Every sender is gone: nothing more will come.
+                *events = None;
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
     }
 }
 
@@ -538,6 +596,7 @@ mod tests {
             journal: None,
             limits: Limits::default(),
             events,
+            tool_events: None,
         });
         let outcome = session.run().await;
         assert_eq!(outcome.status, FinalStatus::Done);

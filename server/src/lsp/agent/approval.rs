@@ -7,6 +7,7 @@ use tower_lsp_server::ls_types as lsp;
 use wright_protocol as proto;
 
 use crate::agent::sandboxed::{Approver, Decision};
+use crate::agent::{ToolEvent, ToolEvents};
 
 /// Approvals through the editor: `wright/requestApproval` for a client that declared it,
 /// `window/showMessageRequest` otherwise; no answer (Helix) is a denial.
@@ -16,6 +17,8 @@ pub(super) struct EditorApprover {
     pub(super) session: String,
     /// The client declared `experimental.wrightRequestApproval`.
     pub(super) custom_request: bool,
+    /// Where the session hears of the answer.
+    pub(super) tool_events: ToolEvents,
 }
 
 impl Approver for EditorApprover {
@@ -61,7 +64,17 @@ impl Approver for EditorApprover {
                 _ => Decision::Deny,
             })
         });
-        answer.unwrap_or(Decision::Deny)
+        let decision = answer.unwrap_or(Decision::Deny);
+        let _ = self.tool_events.send(ToolEvent::Approval {
+            command: command.to_owned(),
+            decision: match decision {
+                Decision::Allow => "allow",
+                Decision::AllowAlways => "allowAlways",
+                Decision::Deny => "deny",
+            }
+            .to_owned(),
+        });
+        decision
     }
 }
 

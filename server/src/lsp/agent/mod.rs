@@ -104,15 +104,17 @@ impl Agents {
             .and_then(|value| value.parse().ok())
             .unwrap_or_default();
         let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let (tool_events, tool_inbox) = tokio::sync::mpsc::unbounded_channel();
         let target = EditorTarget::new(
             start.client.clone(),
             Arc::clone(&start.buffers),
             start.root.clone(),
             gate,
             start.edit_capabilities,
+            tool_events.clone(),
         );
         let target = Arc::new(if start.review {
-            target.reviewing(events.clone())
+            target.reviewing()
         } else {
             target
         });
@@ -121,7 +123,7 @@ impl Agents {
             Some(id) => id.to_owned(),
             None => agent::journal::new_session_id("s"),
         };
-        let sandbox = session_sandbox(&start, &id, &target);
+        let sandbox = session_sandbox(&start, &id, &target, tool_events);
         let tools = Arc::new(ToolContext {
             root: start.root.clone(),
             overlay: target.overlay(),
@@ -186,6 +188,7 @@ impl Agents {
             journal,
             limits: Limits::default(),
             events,
+            tool_events: Some(tool_inbox),
         });
         tokio::spawn(async move {
             let _ = session.run().await;
@@ -395,6 +398,7 @@ fn session_sandbox(
     start: &Start,
     session: &str,
     target: &Arc<EditorTarget>,
+    tool_events: agent::ToolEvents,
 ) -> Option<(
     Arc<SandboxRunner>,
     (Arc<crate::sandbox::Pool>, crate::sandbox::SharedSnapshot),
@@ -417,6 +421,7 @@ fn session_sandbox(
             runtime: tokio::runtime::Handle::current(),
             session: session.to_owned(),
             custom_request: start.approval_requests,
+            tool_events,
         }));
     Some((Arc::new(runner), (pool, snapshot)))
 }

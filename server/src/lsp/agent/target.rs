@@ -14,8 +14,8 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types as lsp;
 
 use super::super::convert;
-use crate::agent::AgentEvent;
 use crate::agent::tools::EditTarget;
+use crate::agent::{ToolEvent, ToolEvents};
 use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
 use crate::edit::plan::replacement;
 use crate::edit::{
@@ -131,8 +131,8 @@ pub struct EditorTarget {
     applied: Mutex<Vec<Checkpoint>>,
     /// `applyMode: "review"`: edits are held here until accepted or rejected.
     review: Option<Pending>,
-    /// Where proposals are announced (review mode).
-    events: Option<tokio::sync::mpsc::UnboundedSender<AgentEvent>>,
+    /// Where the session hears of edits applied, refused and proposed.
+    tool_events: ToolEvents,
 }
 
 impl EditorTarget {
@@ -142,6 +142,7 @@ impl EditorTarget {
         root: PathBuf,
         gate: GateMode,
         capabilities: EditCapabilities,
+        tool_events: ToolEvents,
     ) -> Self {
         Self {
             client,
@@ -153,14 +154,13 @@ impl EditorTarget {
             capabilities,
             applied: Mutex::new(Vec::new()),
             review: None,
-            events: None,
+            tool_events,
         }
     }
 
-    /// Holds edits for review instead of applying them; proposals are announced on `events`.
-    pub fn reviewing(mut self, events: tokio::sync::mpsc::UnboundedSender<AgentEvent>) -> Self {
+    /// Holds edits for review instead of applying them.
+    pub fn reviewing(mut self) -> Self {
         self.review = Some(Pending::default());
-        self.events = Some(events);
         self
     }
 
@@ -298,13 +298,11 @@ impl EditorTarget {
                 base,
                 proposed: file.after.clone(),
             };
-            if let Some(events) = &self.events {
-                let _ = events.send(AgentEvent::EditProposed {
-                    path: file.path.to_string_lossy().replace('\\', "/"),
-                    before: proposal.base.as_ref().map(|b| b.text.clone()),
-                    after: proposal.proposed.clone(),
-                });
-            }
+            let _ = self.tool_events.send(ToolEvent::EditProposed {
+                path: file.path.to_string_lossy().replace('\\', "/"),
+                before: proposal.base.as_ref().map(|b| b.text.clone()),
+                after: proposal.proposed.clone(),
+            });
             held.insert(file.path.clone(), proposal);
         }
         Ok(())
@@ -683,7 +681,15 @@ impl EditTarget for EditorTarget {
         if let Some(pending) = &self.review {
             return self.propose(pending, plan);
         }
-        self.apply_unrecorded(plan)?;
+        let paths = relative_names(plan.files.iter().map(|file| &file.path));
+        if let Err(err) = self.apply_unrecorded(plan) {
+            let _ = self.tool_events.send(ToolEvent::EditRejected {
+                paths,
+                reason: err.to_string(),
+            });
+            return Err(err);
+        }
+        let _ = self.tool_events.send(ToolEvent::EditApplied { paths });
         self.applied
             .lock()
             .unwrap_or_else(|e| e.into_inner())
