@@ -11,6 +11,7 @@
 
 mod extract;
 mod macros;
+mod recent;
 mod schema;
 mod store;
 
@@ -21,7 +22,9 @@ use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{IndexRecordOption, TantivyDocument, Value};
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Term};
 
@@ -129,6 +132,9 @@ pub struct Index {
     manifest: RwLock<store::Manifest>,
     /// Files updated or removed since the manifest was last written (guarded by the writer).
     stale: Mutex<BTreeSet<String>>,
+    /// The files updated since the last commit, searchable before it (`None`: read-only, or
+    /// the in-memory index could not be made; updates are then searchable after the commit).
+    recent: Mutex<Option<recent::Recent>>,
     options: Options,
     opened: Opened,
 }
@@ -157,10 +163,19 @@ impl Index {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tantivy_err)?;
+        let recent = match &writer {
+            Some(_) => recent::Recent::new(&fields)
+                .inspect_err(|err| {
+                    tracing::warn!("buffer updates will be searchable only once committed: {err}")
+                })
+                .ok(),
+            None => None,
+        };
         Ok(Self {
             root: root.to_path_buf(),
             dir,
             fields,
+            recent: Mutex::new(recent),
             writer: Mutex::new(writer),
             reader,
             manifest: RwLock::new(manifest),
@@ -384,23 +399,25 @@ impl Index {
         })
     }
 
-    /// Re-indexes one file from text the editor holds (not the disk); searchable after
-    /// [`Index::commit`]. A file of no supported language is ignored.
+    /// Re-indexes one file from text the editor holds (not the disk): searchable when this
+    /// returns, durable after [`Index::commit`]. A file of no supported language is ignored.
     pub fn update_text(&self, relative: &str, text: &str) {
         let Some(language) = Language::from_path(Path::new(relative)) else {
             return;
         };
         let guard = self.lock_writer();
         let Some(writer) = guard.as_ref() else { return };
+        let extracted = extract(language, text).unwrap_or_default();
+        let documents = self.documents(relative, &extracted);
+        self.add(writer, relative, documents.clone());
+        self.update_recent(relative, documents);
         // mtime 0: the next refresh compares the disk's content hash, so an unsaved buffer's
         // symbols give way to the file's once the editor is gone.
-        let record = self.index_text(
-            writer,
-            language,
-            relative,
-            text,
-            store::hash(text.as_bytes()),
+        let record = FileRecord::new(
+            text.len() as u64,
             0,
+            store::hash(text.as_bytes()),
+            &extracted,
         );
         self.manifest
             .write()
@@ -410,17 +427,34 @@ impl Index {
         self.mark_stale(relative);
     }
 
-    /// Drops a file from the index; effective after [`Index::commit`].
+    /// Drops a file from the index: from searches when this returns, durably after
+    /// [`Index::commit`].
     pub fn remove(&self, relative: &str) {
         let guard = self.lock_writer();
         let Some(writer) = guard.as_ref() else { return };
         writer.delete_term(Term::from_field_text(self.fields.path, relative));
+        self.update_recent(relative, Vec::new());
         self.manifest
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .files
             .remove(relative);
         self.mark_stale(relative);
+    }
+
+    /// Puts a file's new documents in the in-memory index (called with the writer held, so
+    /// that a commit cannot come between the update and this).
+    fn update_recent(&self, relative: &str, documents: Vec<TantivyDocument>) {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(index) = recent.as_mut()
+            && let Err(err) = index.replace(relative, documents)
+        {
+            tracing::warn!(
+                "buffer updates will be searchable only once committed: the in-memory index \
+                 failed: {err}"
+            );
+            *recent = None;
+        }
     }
 
     fn mark_stale(&self, relative: &str) {
@@ -461,14 +495,23 @@ impl Index {
         Ok(())
     }
 
-    /// Commits the writer's pending documents and makes them searchable.
+    /// Commits the writer's pending documents and makes them searchable from the disk index;
+    /// the in-memory index of recent updates then has nothing the disk lacks.
     fn commit_tantivy(&self, writer: &mut IndexWriter) -> Result<(), IndexError> {
         let tantivy_err = |source| IndexError::Tantivy {
             path: self.dir.clone(),
             source,
         };
         writer.commit().map_err(tantivy_err)?;
-        self.reader.reload().map_err(tantivy_err)
+        self.reader.reload().map_err(tantivy_err)?;
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(index) = recent.as_mut()
+            && let Err(err) = index.clear()
+        {
+            tracing::warn!("the in-memory index of buffer updates failed: {err}");
+            *recent = None;
+        }
+        Ok(())
     }
 
     fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<IndexWriter>> {
@@ -490,8 +533,23 @@ impl Index {
         mtime_ns: u64,
     ) -> FileRecord {
         let extracted = extract(language, text).unwrap_or_default();
+        self.add(writer, relative, self.documents(relative, &extracted));
+        FileRecord::new(text.len() as u64, mtime_ns, hash, &extracted)
+    }
+
+    /// Replaces a file's documents in the writer (effective at the commit).
+    fn add(&self, writer: &IndexWriter, relative: &str, documents: Vec<TantivyDocument>) {
+        writer.delete_term(Term::from_field_text(self.fields.path, relative));
+        for document in documents {
+            // The writer only fails once it is already broken; the commit reports that.
+            let _ = writer.add_document(document);
+        }
+    }
+
+    /// The documents of one file: a definition or a reference each.
+    fn documents(&self, relative: &str, extracted: &Extracted) -> Vec<TantivyDocument> {
         let f = self.fields;
-        writer.delete_term(Term::from_field_text(f.path, relative));
+        let mut documents = Vec::new();
         for definition in &extracted.definitions {
             let mut doc = TantivyDocument::new();
             doc.add_text(f.name, &definition.name);
@@ -511,8 +569,7 @@ impl Index {
             if let Some(text) = &definition.doc {
                 doc.add_text(f.doc, text);
             }
-            // The writer only fails once it is already broken; the commit reports that.
-            let _ = writer.add_document(doc);
+            documents.push(doc);
         }
         for reference in &extracted.references {
             let mut doc = TantivyDocument::new();
@@ -523,9 +580,9 @@ impl Index {
             doc.add_text(f.path, relative);
             doc.add_u64(f.line, reference.line.into());
             doc.add_u64(f.column, reference.column.into());
-            let _ = writer.add_document(doc);
+            documents.push(doc);
         }
-        FileRecord::new(text.len() as u64, mtime_ns, hash, &extracted)
+        documents
     }
 
     /// Definitions matching `query`: exact names first, then names sharing identifier parts,
@@ -630,12 +687,53 @@ impl Index {
         self.read_manifest().files.clone()
     }
 
+    /// The best `limit` hits of `query`: from the disk index, except for the files updated
+    /// since its last commit, whose hits come from the in-memory index — scored with the disk
+    /// index's statistics, so that the two rank together.
     fn search(&self, query: &dyn Query, limit: usize) -> Vec<SymbolHit> {
         let searcher = self.reader.searcher();
-        let Ok(top) = searcher.search(query, &TopDocs::with_limit(limit.max(1)).order_by_score())
-        else {
+        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|recent| !recent.paths().is_empty())
+            .map(|recent| {
+                let paths = recent
+                    .paths()
+                    .iter()
+                    .map(|path| Term::from_field_text(self.fields.path, path));
+                (recent.searcher(), TermSetQuery::new(paths))
+            });
+        let Some((recent_searcher, outdated)) = recent else {
+            let Ok(found) = searcher.search(query, &top) else {
+                return Vec::new();
+            };
+            return self.hits(&searcher, found);
+        };
+        let current = BooleanQuery::new(vec![
+            (Occur::Must, query.box_clone()),
+            (Occur::MustNot, Box::new(outdated)),
+        ]);
+        let (Ok(on_disk), Ok(updated)) = (
+            searcher.search(&current, &top),
+            recent_searcher.search_with_statistics_provider(query, &top, &searcher),
+        ) else {
             return Vec::new();
         };
+        let mut hits = self.hits(&searcher, on_disk);
+        hits.extend(self.hits(&recent_searcher, updated));
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(limit.max(1));
+        hits
+    }
+
+    fn hits(
+        &self,
+        searcher: &tantivy::Searcher,
+        top: Vec<(f32, tantivy::DocAddress)>,
+    ) -> Vec<SymbolHit> {
         let f = self.fields;
         top.into_iter()
             .filter_map(|(score, address)| {

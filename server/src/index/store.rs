@@ -183,7 +183,7 @@ pub fn peek(dir: &Path, root: &Path) -> Result<Manifest, String> {
     read_json(&dir.join("manifest.json"))
 }
 
-fn register_tokenizer(index: &Index) {
+pub(super) fn register_tokenizer(index: &Index) {
     index
         .tokenizers()
         .register(IDENTIFIER_TOKENIZER, IdentifierTokenizer);

@@ -135,6 +135,56 @@ fn queries_rank_exact_then_parts_then_near_misses() {
 }
 
 #[test]
+fn buffer_updates_are_searchable_before_the_commit_and_rank_with_the_rest() {
+    let fixture = Fixture::new("recent");
+    fixture.write("a.rs", "pub fn alpha() {}\n");
+    fixture.write("b.rs", "pub fn parse_http() {}\npub fn http() {}\n");
+    fixture.write("c.rs", "pub fn gone() {}\n");
+    let index = fixture.open();
+    refresh(&index);
+
+    index.update_text("a.rs", "pub fn parse_request() {}\n");
+    index.remove("c.rs");
+    // No commit: the updates are searchable already, and the files' old symbols are gone.
+    assert!(index.symbols("alpha", None, 5).is_empty());
+    assert!(index.symbols("gone", None, 5).is_empty());
+    assert_eq!(
+        index
+            .outline("a.rs")
+            .iter()
+            .map(|h| &h.name)
+            .collect::<Vec<_>>(),
+        ["parse_request"]
+    );
+    // Scored with the disk index's statistics: the exact name first, then the names sharing
+    // a part, whichever index holds them.
+    assert_eq!(
+        names(&index.symbols("parse_request", None, 5)),
+        ["parse_request", "parse_http"]
+    );
+    assert_eq!(
+        names(&index.symbols("parse_http", None, 5))[0],
+        "parse_http"
+    );
+
+    // After the commit the disk index answers alone, with the same result and no duplicate.
+    index.commit().unwrap();
+    assert_eq!(
+        names(&index.symbols("parse_request", None, 5)),
+        ["parse_request", "parse_http"]
+    );
+    assert!(index.symbols("gone", None, 5).is_empty());
+    let reopened = {
+        drop(index);
+        fixture.open()
+    };
+    assert_eq!(
+        names(&reopened.symbols("parse_request", None, 1)),
+        ["parse_request"]
+    );
+}
+
+#[test]
 fn buffer_text_updates_are_searchable_after_commit() {
     let fixture = Fixture::new("buffer");
     fixture.write("a.ts", "export function alpha() {}\n");
