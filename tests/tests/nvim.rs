@@ -198,3 +198,82 @@ fn an_agent_task_edits_the_buffer_unsaved_and_undo_restores_it() {
     );
     let _ = run.stderr;
 }
+
+#[test]
+fn typing_during_a_run_is_never_overwritten() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a + b\n", "    b + a\n"),
+    ));
+    // The retry comes a second later, after the keystroke's debounced didChange.
+    provider.push(
+        Reply::stream(
+            Dialect::OpenAi,
+            &edit_turn("e2", "    a + b\n", "    b + a\n"),
+        )
+        .header_delay(Duration::from_secs(1)),
+    );
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let Some(_run) = run_lua("typing_during_run", &provider, &[]) else {
+        return;
+    };
+    let first = tool_results(&provider, 1);
+    assert!(
+        first[0].contains("changed since the edit was planned"),
+        "the model is told the file changed: {first:?}"
+    );
+    let second = tool_results(&provider, 2);
+    assert!(second[1].contains("update src/lib.rs"), "{second:?}");
+}
+
+#[test]
+fn approvals_are_asked_through_vim_ui_select() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "c1",
+            "run_command",
+            &json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")})
+                .to_string(),
+        ),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let Some(_run) = run_lua("approval", &provider, &[]) else {
+        return;
+    };
+    let results = tool_results(&provider, 1);
+    assert!(results[0].contains("as the user allowed"), "{results:?}");
+    assert!(results[0].contains("exit code 0"), "{results:?}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "the allowed command reached the host listener"
+    );
+}
+
+#[test]
+fn checkhealth_reports_binary_version_sandbox_and_model() {
+    let provider = ScriptedProvider::start();
+    let Some(_run) = run_lua("checkhealth", &provider, &[]) else {
+        return;
+    };
+    assert!(provider.requests().is_empty(), "no model call");
+}
+
+#[test]
+fn review_mode_holds_the_edit_until_accepted() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a + b\n", "    b + a\n"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let Some(_run) = run_lua("review", &provider, &[]) else {
+        return;
+    };
+    assert_eq!(provider.requests().len(), 2);
+}
