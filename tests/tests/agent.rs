@@ -519,7 +519,16 @@ fn code_actions_carry_their_command_and_start_a_session() {
         }),
     );
     let actions = actions.as_array().unwrap();
-    assert_eq!(actions.len(), 3, "{actions:?}");
+    let titles: Vec<&str> = actions.iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(
+        titles,
+        [
+            "wright: fix this with the agent",
+            "wright: explain this code",
+            "wright: write tests for this code",
+            "wright: document this code"
+        ]
+    );
     let fix = &actions[0];
     assert_eq!(fix["kind"], "quickfix");
     let command = &fix["command"];
@@ -536,6 +545,13 @@ fn code_actions_carry_their_command_and_start_a_session() {
     );
     let session = run["sessionId"].as_str().unwrap().to_owned();
     assert_eq!(finished(&mut editor, &session)["status"], "done");
+    // Started by the command: the outcome is shown too, for a client that reads no events.
+    let shown = editor.expect_notification("window/showMessage");
+    assert_eq!(shown["type"], 3, "{shown}");
+    assert_eq!(
+        shown["message"],
+        format!("wright {session} done: Fixed.")
+    );
     let first = provider.requests()[0].json();
     let message = first["messages"][1]["content"].as_str().unwrap();
     assert!(
