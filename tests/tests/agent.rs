@@ -519,7 +519,10 @@ fn code_actions_carry_their_command_and_start_a_session() {
         }),
     );
     let actions = actions.as_array().unwrap();
-    let titles: Vec<&str> = actions.iter().map(|a| a["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
     assert_eq!(
         titles,
         [
@@ -548,10 +551,7 @@ fn code_actions_carry_their_command_and_start_a_session() {
     // Started by the command: the outcome is shown too, for a client that reads no events.
     let shown = editor.expect_notification("window/showMessage");
     assert_eq!(shown["type"], 3, "{shown}");
-    assert_eq!(
-        shown["message"],
-        format!("wright {session} done: Fixed.")
-    );
+    assert_eq!(shown["message"], format!("wright {session} done: Fixed."));
     let first = provider.requests()[0].json();
     let message = first["messages"][1]["content"].as_str().unwrap();
     assert!(

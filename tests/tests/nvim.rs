@@ -139,9 +139,9 @@ fn run_lua(test: &str, provider: &ScriptedProvider, env: &[(&str, String)]) -> O
     let stderr = stderr_reader.join().unwrap_or_default();
     match status {
         Some(status) if status.success() => {}
-        Some(status) => panic!(
-            "{test}.lua failed ({status})\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-        ),
+        Some(status) => {
+            panic!("{test}.lua failed ({status})\n--- stdout\n{stdout}\n--- stderr\n{stderr}")
+        }
         None => panic!(
             "{test}.lua did not finish within {NVIM_TIMEOUT:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
         ),
@@ -189,7 +189,10 @@ fn an_agent_task_edits_the_buffer_unsaved_and_undo_restores_it() {
     let body = provider.requests()[0].json();
     let task = body["messages"].to_string();
     assert!(task.contains("make add commutative"), "{task}");
-    assert!(task.contains("src/lib.rs"), "the current file goes with the task: {task}");
+    assert!(
+        task.contains("src/lib.rs"),
+        "the current file goes with the task: {task}"
+    );
     assert!(
         std::fs::read_to_string(run.workspace.path().join("src/lib.rs"))
             .unwrap()

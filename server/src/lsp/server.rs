@@ -823,17 +823,16 @@ impl LanguageServer for Backend {
         if self.relative_in_root(&document.uri).is_none() {
             return Ok(None);
         }
-        let lazy = self
-            .capabilities()
-            .and_then(|caps| caps.text_document.as_ref())
-            .and_then(|text| text.code_action.as_ref())
-            .is_some_and(|code_action| {
-                code_action.data_support == Some(true)
-                    && code_action
-                        .resolve_support
-                        .as_ref()
-                        .is_some_and(|resolve| resolve.properties.iter().any(|p| p == "command"))
-            });
+        let lazy =
+            self.capabilities()
+                .and_then(|caps| caps.text_document.as_ref())
+                .and_then(|text| text.code_action.as_ref())
+                .is_some_and(|code_action| {
+                    code_action.data_support == Some(true)
+                        && code_action.resolve_support.as_ref().is_some_and(|resolve| {
+                            resolve.properties.iter().any(|p| p == "command")
+                        })
+                });
         let problems: Vec<String> = params
             .context
             .diagnostics
@@ -845,7 +844,11 @@ impl LanguageServer for Backend {
         if !problems.is_empty() {
             kinds.push(AgentAction::Fix);
         }
-        kinds.extend([AgentAction::Explain, AgentAction::Tests, AgentAction::Document]);
+        kinds.extend([
+            AgentAction::Explain,
+            AgentAction::Tests,
+            AgentAction::Document,
+        ]);
         let mut actions = Vec::new();
         for action in kinds {
             let data = CodeActionData {

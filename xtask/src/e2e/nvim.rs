@@ -25,7 +25,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         match arg.as_str() {
             "--install" => install = true,
             "--install-only" => (install, test) = (true, false),
-            other => bail!("e2e nvim: unknown argument {other:?}; expected --install or --install-only"),
+            other => {
+                bail!("e2e nvim: unknown argument {other:?}; expected --install or --install-only")
+            }
         }
     }
     let root = crate::project_root();
