@@ -280,3 +280,35 @@ fn review_mode_holds_the_edit_until_accepted() {
     };
     assert_eq!(provider.requests().len(), 2);
 }
+
+#[test]
+fn a_selection_goes_with_the_task_characterwise_or_linewise() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["It adds."])));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["It adds."])));
+    let Some(_run) = run_lua("selection", &provider, &[]) else {
+        return;
+    };
+    let task = |index: usize| {
+        provider.requests()[index].json()["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let first = task(0);
+    assert!(
+        first.starts_with("Task: explain the signature\n"),
+        "{first}"
+    );
+    assert!(
+        first.contains("The user selected lines 4-4:\n```\nadd(a: i64, b: i64)\n```"),
+        "exactly the selected characters: {first}"
+    );
+    let second = task(1);
+    assert!(
+        second.contains(
+            "The user selected lines 3-5:\n```\n/// Adds two numbers.\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n```"
+        ),
+        "whole lines: {second}"
+    );
+}
