@@ -70,12 +70,11 @@ fn copy_dir(from: &Path, to: &Path) {
 struct Run {
     workspace: TempDir,
     stdout: String,
-    stderr: String,
 }
 
 /// Runs `editors/nvim/tests/<test>.lua` against `provider`; panics with Neovim's output when
 /// the test fails or overruns. `None` when Neovim is not installed (outside CI).
-fn run_lua(test: &str, provider: &ScriptedProvider, env: &[(&str, String)]) -> Option<Run> {
+fn run_lua(test: &str, provider: &ScriptedProvider) -> Option<Run> {
     let nvim = nvim()?;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let workspace = TempDir::new(&format!("nvim-{test}"));
@@ -107,9 +106,6 @@ fn run_lua(test: &str, provider: &ScriptedProvider, env: &[(&str, String)]) -> O
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
     let mut child = command.spawn().expect("starting nvim");
     let mut stdout_pipe = child.stdout.take().expect("stdout");
     let mut stderr_pipe = child.stderr.take().expect("stderr");
@@ -146,11 +142,7 @@ fn run_lua(test: &str, provider: &ScriptedProvider, env: &[(&str, String)]) -> O
             "{test}.lua did not finish within {NVIM_TIMEOUT:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
         ),
     }
-    Some(Run {
-        workspace,
-        stdout,
-        stderr,
-    })
+    Some(Run { workspace, stdout })
 }
 
 fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
@@ -180,7 +172,7 @@ fn an_agent_task_edits_the_buffer_unsaved_and_undo_restores_it() {
         &edit_turn("e1", "    a + b\n", "    b + a\n"),
     ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
-    let Some(run) = run_lua("edit_and_undo", &provider, &[]) else {
+    let Some(run) = run_lua("edit_and_undo", &provider) else {
         return;
     };
     assert!(run.stdout.contains("ok"), "{}", run.stdout);
@@ -199,7 +191,6 @@ fn an_agent_task_edits_the_buffer_unsaved_and_undo_restores_it() {
             .contains("a + b"),
         "nothing was saved"
     );
-    let _ = run.stderr;
 }
 
 #[test]
@@ -218,7 +209,7 @@ fn typing_during_a_run_is_never_overwritten() {
         .header_delay(Duration::from_secs(1)),
     );
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
-    let Some(_run) = run_lua("typing_during_run", &provider, &[]) else {
+    let Some(_run) = run_lua("typing_during_run", &provider) else {
         return;
     };
     let first = tool_results(&provider, 1);
@@ -245,7 +236,7 @@ fn approvals_are_asked_through_vim_ui_select() {
         ),
     ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
-    let Some(_run) = run_lua("approval", &provider, &[]) else {
+    let Some(_run) = run_lua("approval", &provider) else {
         return;
     };
     let results = tool_results(&provider, 1);
@@ -261,7 +252,7 @@ fn approvals_are_asked_through_vim_ui_select() {
 #[test]
 fn checkhealth_reports_binary_version_sandbox_and_model() {
     let provider = ScriptedProvider::start();
-    let Some(_run) = run_lua("checkhealth", &provider, &[]) else {
+    let Some(_run) = run_lua("checkhealth", &provider) else {
         return;
     };
     assert!(provider.requests().is_empty(), "no model call");
@@ -275,7 +266,7 @@ fn review_mode_holds_the_edit_until_accepted() {
         &edit_turn("e1", "    a + b\n", "    b + a\n"),
     ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
-    let Some(_run) = run_lua("review", &provider, &[]) else {
+    let Some(_run) = run_lua("review", &provider) else {
         return;
     };
     assert_eq!(provider.requests().len(), 2);
@@ -286,7 +277,7 @@ fn a_selection_goes_with_the_task_characterwise_or_linewise() {
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["It adds."])));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["It adds."])));
-    let Some(_run) = run_lua("selection", &provider, &[]) else {
+    let Some(_run) = run_lua("selection", &provider) else {
         return;
     };
     let task = |index: usize| {
@@ -311,4 +302,13 @@ fn a_selection_goes_with_the_task_characterwise_or_linewise() {
         ),
         "whole lines: {second}"
     );
+}
+
+#[test]
+fn the_strict_apply_edit_handler_checks_every_version_and_applies_all_or_nothing() {
+    let provider = ScriptedProvider::start();
+    let Some(_run) = run_lua("strict_apply", &provider) else {
+        return;
+    };
+    assert!(provider.requests().is_empty(), "no model call");
 }
