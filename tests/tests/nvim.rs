@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
+use wright_tests::provider::{Dialect, Fault, Reply, ScriptedProvider, Turn};
 use wright_tests::{TempDir, wright_bin};
 
 /// How long one Lua test may take in all (its own waits are shorter).
@@ -311,4 +311,35 @@ fn the_strict_apply_edit_handler_checks_every_version_and_applies_all_or_nothing
         return;
     };
     assert!(provider.requests().is_empty(), "no model call");
+}
+
+#[test]
+fn a_failed_session_is_listed_and_resumed_from_the_sessions_picker() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::fault(Dialect::OpenAi, Fault::Unauthorized));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Resumed."])));
+    let Some(_run) = run_lua("sessions_resume", &provider) else {
+        return;
+    };
+    let resumed = provider.requests()[1].json()["messages"].to_string();
+    assert!(
+        resumed.contains("fix add"),
+        "the resume carries the task: {resumed}"
+    );
+}
+
+#[test]
+fn cancel_stops_a_running_session() {
+    let provider = ScriptedProvider::start();
+    provider.push(
+        Reply::stream(
+            Dialect::OpenAi,
+            &Turn::text(&["Thinking", " about", " it", " at", " length"]),
+        )
+        .stall_after(1),
+    );
+    let Some(_run) = run_lua("cancel", &provider) else {
+        return;
+    };
+    assert_eq!(provider.requests().len(), 1);
 }

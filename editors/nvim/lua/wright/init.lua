@@ -232,10 +232,8 @@ function M.run(task, opts)
       model = opts and opts.model or nil,
     }
     call(client, 'wright/agentRun', params, function(result)
-      local session = ui.session(result.sessionId)
-      session.task = text
-      session.status = 'running'
-      ui.current = result.sessionId
+      ui.session(result.sessionId).task = text
+      ui.set_current(result.sessionId)
       ui.notify(string.format('%s started: %s', result.sessionId, text))
     end)
   end
@@ -367,9 +365,11 @@ function M.sessions()
       table.insert(actions, 'Make current')
       vim.ui.select(actions, { prompt = chosen.sessionId .. ': ' .. chosen.task, kind = 'wright_session_action' }, function(action)
         if action == 'Resume' then
+          -- A resumed session starts over as running (its events follow the answer or not).
+          local session = ui.session(chosen.sessionId)
+          session.status, session.task = 'running', chosen.task
           call(client, 'wright/agentRun', { task = chosen.task, sessionId = chosen.sessionId }, function(run)
-            ui.session(run.sessionId).status = 'running'
-            ui.current = run.sessionId
+            ui.set_current(run.sessionId)
             ui.notify(run.sessionId .. ' resumed')
           end)
         elseif action == 'Cancel' then
@@ -377,8 +377,12 @@ function M.sessions()
         elseif action == 'Undo its edits' then
           M.undo(chosen.sessionId)
         elseif action == 'Make current' then
-          ui.session(chosen.sessionId).task = chosen.task
-          ui.current = chosen.sessionId
+          local session = ui.session(chosen.sessionId)
+          session.task = chosen.task
+          if chosen.status ~= 'running' then
+            session.status = chosen.status
+          end
+          ui.set_current(chosen.sessionId)
         end
       end)
     end)

@@ -175,6 +175,13 @@ local function refresh()
   vim.cmd('redrawstatus')
 end
 
+--- Makes `id` the session the commands act on by default. Its events may have come before
+--- the answer to `wright/agentRun` did.
+function M.set_current(id)
+  M.current = id
+  refresh()
+end
+
 --- A statusline component: "wright: step 2: edit src/lib.rs", "wright: done", "" when idle.
 function M.statusline()
   local session = M.current and M.sessions[M.current]
