@@ -1,10 +1,11 @@
 -- :WrightCancel stops a running session: the provider's answer stalls after its first event,
--- the statusline shows the session at work, and the cancel ends it as cancelled.
+-- the statusline and the progress window show the session at work, the cancel ends it as
+-- cancelled, and the window closes `linger_ms` later.
 
 local H = dofile(vim.env.WRIGHT_NVIM_PLUGIN .. '/tests/helpers.lua')
 
 H.run(function()
-  H.setup()
+  H.setup({ progress = { float = true, linger_ms = 300 } })
   H.open('src/lib.rs')
   vim.cmd('Wright think for a long time')
   local ui = require('wright.ui')
@@ -19,4 +20,8 @@ H.run(function()
   local session = H.finished()
   H.eq('cancelled', session.status, 'the outcome')
   H.eq('wright: cancelled', require('wright').statusline(), 'the statusline after')
+  H.truthy(ui.float_visible(), 'the window shows the end')
+  H.wait('the progress window to close after linger_ms', function()
+    return not ui.float_visible()
+  end, 3000)
 end)

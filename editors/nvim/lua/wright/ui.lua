@@ -148,6 +148,18 @@ function M.float_visible()
   return float.win ~= nil and vim.api.nvim_win_is_valid(float.win)
 end
 
+local function cancel_linger()
+  if float.timer then
+    pcall(function()
+      float.timer:stop()
+      float.timer:close()
+    end)
+    float.timer = nil
+  end
+end
+
+--- Redraws the progress window: running sessions and server progress; once nothing runs, the
+--- current session's end for `linger_ms`, then nothing.
 local function refresh()
   local lines = {}
   for _, session in pairs(M.sessions) do
@@ -158,18 +170,20 @@ local function refresh()
   for _, message in pairs(M.progress) do
     table.insert(lines, 'wright ' .. message)
   end
-  if float.timer then
-    float.timer:stop()
-    float.timer = nil
-  end
   local last = M.current and M.sessions[M.current]
-  if #lines == 0 and last and last.status ~= 'running' then
-    lines = { string.format('wright %s  %s', last.id, last.status) }
-    float.timer = vim.defer_fn(close_float, options.linger_ms)
-  end
   if #lines > 0 then
+    cancel_linger()
     show_float(lines)
-  else
+  elseif last and last.status ~= 'running' and not last.end_shown then
+    last.end_shown = true
+    cancel_linger()
+    show_float({ string.format('wright %s  %s', last.id, last.status) })
+    float.timer = vim.uv.new_timer()
+    float.timer:start(options.linger_ms, 0, vim.schedule_wrap(function()
+      cancel_linger()
+      close_float()
+    end))
+  elseif not float.timer then
     close_float()
   end
   vim.cmd('redrawstatus')
@@ -212,6 +226,7 @@ function M.on_event(params)
     local outcome = event.outcome or {}
     session.status = outcome.status or 'done'
     session.outcome = outcome
+    session.end_shown = false
     local level = outcome.status == 'failed' and vim.log.levels.ERROR or vim.log.levels.INFO
     local message = outcome.message and outcome.message ~= '' and outcome.message or outcome.reason or ''
     local files = outcome.filesChanged and #outcome.filesChanged > 0
