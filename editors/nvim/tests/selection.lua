@@ -1,6 +1,6 @@
 -- :'<,'>Wright with a characterwise selection and no task: the task comes from vim.ui.input
 -- (stubbed), the exact selected characters go with it (checked on the provider's side). Then
--- a linewise range. The provider's script: "It adds." twice.
+-- a linewise range; keymaps only when asked. The provider's script: "It adds." twice.
 
 local H = dofile(vim.env.WRIGHT_NVIM_PLUGIN .. '/tests/helpers.lua')
 
@@ -10,7 +10,10 @@ H.run(function()
     table.insert(prompts, opts.prompt)
     on_confirm('explain the signature')
   end
-  H.setup()
+  H.eq('', vim.fn.maparg('<leader>wr', 'n'), 'no keymaps before asking')
+  H.setup({ keymaps = true })
+  H.eq(':Wright ', vim.fn.maparg('<leader>wr', 'x'), 'keymaps = true maps run in visual mode')
+  H.eq('<Cmd>WrightUndo<CR>', vim.fn.maparg('<leader>wu', 'n'), 'and undo')
   local bufnr = H.open('src/lib.rs')
   H.eq('pub fn add(a: i64, b: i64) -> i64 {', vim.api.nvim_buf_get_lines(bufnr, 3, 4, true)[1], 'line 4')
 

@@ -30,6 +30,17 @@ local defaults = {
   progress = { float = true, linger_ms = 4000 },
   -- Start the server as buffers open.
   autostart = true,
+  -- Global keymaps: none unless asked. `true` sets the ones below; a table sets those given
+  -- (e.g. { run = '<leader>ar' }). `run` works in visual mode too (the selection as context).
+  keymaps = false,
+}
+
+local default_keymaps = {
+  run = '<leader>wr',
+  cancel = '<leader>wc',
+  undo = '<leader>wu',
+  sessions = '<leader>ws',
+  status = '<leader>wi',
 }
 
 local config = nil
@@ -132,6 +143,24 @@ function M.setup(opts)
     config.apply_mode = 'auto'
   end
   ui.configure(config.progress)
+  local keymaps = config.keymaps == true and default_keymaps or config.keymaps
+  if type(keymaps) == 'table' then
+    local actions = {
+      run = { { 'n', 'x' }, ':Wright ', 'wright: run the agent on a task' },
+      cancel = { 'n', '<cmd>WrightCancel<cr>', 'wright: cancel the session' },
+      undo = { 'n', '<cmd>WrightUndo<cr>', "wright: undo the last session's edits" },
+      sessions = { 'n', '<cmd>WrightSessions<cr>', 'wright: sessions' },
+      status = { 'n', '<cmd>WrightStatus<cr>', 'wright: status' },
+    }
+    for name, lhs in pairs(keymaps) do
+      local action = actions[name]
+      if not action then
+        ui.notify(string.format('keymaps: unknown action %q (expected run, cancel, undo, sessions, status)', name), vim.log.levels.WARN)
+      elseif lhs then
+        vim.keymap.set(action[1], lhs, action[2], { desc = action[3] })
+      end
+    end
+  end
   group = vim.api.nvim_create_augroup('wright', { clear = true })
   if config.autostart then
     vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {
