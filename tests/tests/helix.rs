@@ -122,8 +122,16 @@ fn progress_end(editor: &mut Editor, session: &str) -> String {
         .to_owned()
 }
 
-/// Drops what a Helix user never sees, or sees elsewhere, before the server shuts down.
+/// Waits for the workspace's indexing to end (its progress runs beside everything else),
+/// then drops what a Helix user never sees, or sees elsewhere, before the server shuts down.
 fn drop_the_rest(editor: &mut Editor) {
+    editor.expect("the end of indexing", |m| {
+        m["method"] == "$/progress"
+            && m["params"]["token"]
+                .as_str()
+                .is_some_and(|token| token.starts_with("wright/index/"))
+            && m["params"]["value"]["kind"] == "end"
+    });
     editor.discard(|m| {
         matches!(
             m["method"].as_str(),
