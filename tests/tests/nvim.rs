@@ -134,6 +134,10 @@ fn run_lua(test: &str, provider: &ScriptedProvider) -> Option<Run> {
     let stdout = stdout_reader.join().unwrap_or_default();
     let stderr = stderr_reader.join().unwrap_or_default();
     match status {
+        // Neovim prints its deprecation warnings straight to stderr.
+        Some(status) if status.success() && stderr.contains("deprecated") => {
+            panic!("{test}.lua passed but used an API this Neovim deprecates:\n{stderr}")
+        }
         Some(status) if status.success() => {}
         Some(status) => {
             panic!("{test}.lua failed ({status})\n--- stdout\n{stdout}\n--- stderr\n{stderr}")
