@@ -541,7 +541,10 @@ fn code_actions_carry_their_command_and_start_a_session() {
         task.contains("src/lib.rs") && task.contains("line 2: expected sum, found difference"),
         "{task}"
     );
-    // What Helix does with the action: run its command as given.
+    // A client that resolves the action it runs (VS Code) gets it back as it is.
+    let resolved = editor.request("codeAction/resolve", fix.clone());
+    assert_eq!(&resolved, fix);
+    // What a client that does not resolve does with the action: run its command as given.
     let run = editor.request(
         "workspace/executeCommand",
         json!({"command": command["command"], "arguments": command["arguments"]}),

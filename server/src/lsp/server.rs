@@ -876,17 +876,16 @@ impl LanguageServer for Backend {
         Ok(Some(actions))
     }
 
-    /// `codeAction/resolve`: the command of an action `code_action` sent lean.
+    /// `codeAction/resolve`: the command of an action `code_action` sent lean. An action sent
+    /// whole (no `data`) is already complete and comes back as it is: VS Code resolves every
+    /// action it runs once the server declares `resolveProvider`.
     async fn code_action_resolve(&self, mut action: lsp::CodeAction) -> RpcResult<lsp::CodeAction> {
-        let data: CodeActionData = action
-            .data
-            .clone()
-            .ok_or_else(|| RpcError::invalid_params("the code action carries no data"))
-            .and_then(|data| {
-                serde_json::from_value(data).map_err(|err| {
-                    RpcError::invalid_params(format!("not one of wright's code actions: {err}"))
-                })
-            })?;
+        let Some(data) = action.data.clone() else {
+            return Ok(action);
+        };
+        let data: CodeActionData = serde_json::from_value(data).map_err(|err| {
+            RpcError::invalid_params(format!("not one of wright's code actions: {err}"))
+        })?;
         action.command = Some(self.action_command(&data).ok_or_else(|| {
             RpcError::invalid_params(format!("{} is not in a workspace folder", data.uri))
         })?);
