@@ -563,6 +563,24 @@ fn code_actions_carry_their_command_and_start_a_session() {
     );
     assert!(message.contains("The user selected lines 2-2"), "{message}");
     editor.shutdown();
+
+    // A client that shows the events itself declares it, and gets no message.
+    let dir = TempDir::new("lsp-agent-code-actions-events");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Fixed."])));
+    let mut editor = start_with(
+        &dir,
+        &provider,
+        json!({"experimental": {"wrightAgentEvents": true}}),
+    );
+    let run = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "wright.agent.run", "arguments": ["fix add"]}),
+    );
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    editor.shutdown();
 }
 
 #[test]

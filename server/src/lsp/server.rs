@@ -963,7 +963,15 @@ impl LanguageServer for Backend {
                         ));
                     }
                 };
-                let result = self.start_session(params, true).await?;
+                // A client that shows `wright/agentEvent` itself says so; the others (Helix)
+                // learn the outcome from a message.
+                let shows_events = self
+                    .capabilities()
+                    .and_then(|caps| caps.experimental.as_ref())
+                    .and_then(|experimental| experimental.get("wrightAgentEvents"))
+                    .and_then(Value::as_bool)
+                    == Some(true);
+                let result = self.start_session(params, !shows_events).await?;
                 Ok(serde_json::to_value(result).ok())
             }
             proto::commands::AGENT_CANCEL => {

@@ -91,7 +91,11 @@ local function capabilities()
   caps.window = caps.window or {}
   caps.window.workDoneProgress = true
   -- wright asks for approvals with its own request only when the client declares it.
-  caps.experimental = vim.tbl_extend('force', caps.experimental or {}, { wrightRequestApproval = true })
+  -- It also shows wright/agentEvent itself: no outcome messages for command-started sessions.
+  caps.experimental = vim.tbl_extend('force', caps.experimental or {}, {
+    wrightRequestApproval = true,
+    wrightAgentEvents = true,
+  })
   return caps
 end
 
