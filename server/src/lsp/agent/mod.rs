@@ -76,6 +76,9 @@ pub struct Start {
     pub cache_dir: PathBuf,
     /// The client declared `experimental.wrightRequestApproval`.
     pub approval_requests: bool,
+    /// Show the outcome with `window/showMessage` too (the session was started by the
+    /// `wright.agent.run` command, by a client that may read no `wright/agentEvent`).
+    pub announce: bool,
 }
 
 impl Agents {
@@ -224,6 +227,10 @@ impl Agents {
             while let Some(event) = received.recv().await {
                 seq += 1;
                 reporter_entry.observe(&event);
+                if let (true, AgentEvent::Finished { outcome }) = (start.announce, &event) {
+                    let (kind, message) = announcement(&reporter_entry.id, outcome);
+                    client.show_message(kind, message).await;
+                }
                 if let (Some(progress), Some(message)) = (&progress, progress_message(&event)) {
                     progress.report(message).await;
                 }
@@ -425,6 +432,29 @@ fn session_sandbox(
         }));
     Some((Arc::new(runner), (pool, snapshot)))
 }
+/// What `window/showMessage` says of a finished session: its status, files and last words.
+fn announcement(id: &str, outcome: &agent::Outcome) -> (lsp::MessageType, String) {
+    let kind = match outcome.status {
+        FinalStatus::Done => lsp::MessageType::INFO,
+        FinalStatus::Cancelled => lsp::MessageType::WARNING,
+        FinalStatus::Failed => lsp::MessageType::ERROR,
+    };
+    let mut message = format!("wright {id} {}", status_name(outcome.status));
+    if !outcome.files_changed.is_empty() {
+        message.push_str(&format!(" ({})", outcome.files_changed.join(", ")));
+    }
+    let words = match (&outcome.reason, outcome.message.trim()) {
+        (_, text) if !text.is_empty() => text.to_owned(),
+        (Some(reason), _) => reason.clone(),
+        (None, _) => String::new(),
+    };
+    if !words.is_empty() {
+        message.push_str(": ");
+        message.push_str(&words);
+    }
+    (kind, message)
+}
+
 fn status_name(status: FinalStatus) -> &'static str {
     match status {
         FinalStatus::Done => "done",
