@@ -948,7 +948,7 @@ fn files_the_editor_has_not_opened_change_through_its_operations_and_undo_revers
 }
 
 #[test]
-fn a_client_without_resource_operations_gets_new_files_on_disk() {
+fn a_client_without_resource_operations_gets_new_and_deleted_files_on_disk() {
     let dir = operations_workspace("lsp-agent-no-operations");
     let root = dir.path().join("ws");
     let provider = ScriptedProvider::start();
@@ -957,17 +957,23 @@ fn a_client_without_resource_operations_gets_new_files_on_disk() {
     let mut editor = start(&dir, &provider);
     let run = editor.request("wright/agentRun", json!({"task": "reshape the crate"}));
     let session = run["sessionId"].as_str().unwrap().to_owned();
-    assert_eq!(finished(&mut editor, &session)["status"], "done");
-    assert!(
-        editor
-            .try_take(|m| m["method"] == "workspace/applyEdit")
-            .is_none(),
-        "the client cannot create files: the whole edit goes to disk, atomically"
+    // The change to an existing file still goes to the editor; the rest the server writes.
+    let request = apply_edit(&mut editor);
+    assert_eq!(
+        operations(&request, &root),
+        ["edit src/lib.rs version null"]
     );
+    applies_like_vscode(&mut editor, &request, &mut Buffers::new());
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
     let disk = |path: &str| std::fs::read_to_string(root.join(path)).ok();
     assert_eq!(
         disk("src/lib.rs").as_deref(),
-        Some(LIB.replace("a - b", "a + b").as_str())
+        Some(LIB),
+        "the edit is in the buffer"
+    );
+    assert_eq!(
+        editor.text_of(&file_uri(&root.join("src/lib.rs"))).1,
+        LIB.replace("a - b", "a + b")
     );
     assert_eq!(disk("src/new.rs").as_deref(), Some("pub fn new() {}\n"));
     assert_eq!(disk("src/b.rs").as_deref(), Some("pub fn b() {}\n"));

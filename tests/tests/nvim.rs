@@ -198,6 +198,28 @@ fn an_agent_task_edits_the_buffer_unsaved_and_undo_restores_it() {
 }
 
 #[test]
+fn an_edit_to_a_file_no_buffer_shows_lands_in_a_buffer_loaded_for_it() {
+    let provider = ScriptedProvider::start();
+    let patch = "*** Begin Patch\n*** Update File: Cargo.toml\n@@\n-version = \"0.1.0\"\n\
+                 +version = \"0.2.0\"\n*** Add File: src/extra.rs\n+pub fn extra() {}\n\
+                 *** End Patch\n";
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call("p1", "apply_patch", &json!({"patch": patch}).to_string()),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let Some(run) = run_lua("unopened_file", &provider) else {
+        return;
+    };
+    assert!(run.stdout.contains("ok"), "{}", run.stdout);
+    let results = tool_results(&provider, 1);
+    assert!(
+        results[0].contains("update Cargo.toml") && results[0].contains("add src/extra.rs"),
+        "the edit counted as applied: {results:?}"
+    );
+}
+
+#[test]
 fn typing_during_a_run_is_never_overwritten() {
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(

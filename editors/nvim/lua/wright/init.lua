@@ -87,7 +87,14 @@ local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps.workspace = caps.workspace or {}
   caps.workspace.applyEdit = true
-  caps.workspace.workspaceEdit = vim.tbl_extend('force', caps.workspace.workspaceEdit or {}, { documentChanges = true })
+  -- No resource operations: the strict handler applies text edits only (checked all first,
+  -- applied all or none), so wright creates, renames and deletes files on disk itself. An
+  -- edit to a file no buffer shows arrives unversioned and is made in a buffer loaded for it.
+  caps.workspace.workspaceEdit = vim.tbl_extend(
+    'force',
+    caps.workspace.workspaceEdit or {},
+    { documentChanges = true, resourceOperations = {} }
+  )
   caps.window = caps.window or {}
   caps.window.workDoneProgress = true
   -- wright asks for approvals with its own request only when the client declares it.

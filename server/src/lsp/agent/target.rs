@@ -62,15 +62,15 @@ impl EditCapabilities {
         self.document_changes && self.delete
     }
 
-    /// Whether the client can take every change of `files` (none of them open): text edits
-    /// without a version, and the resource operations that creating or deleting them needs.
-    fn takes_unopened(&self, files: &[&FilePlan]) -> bool {
+    /// Whether the client can take the change of `file`, which it has not opened: a text
+    /// edit without a version, and the resource operation creating or deleting it needs.
+    fn takes_unopened(&self, file: &FilePlan) -> bool {
         self.document_changes
-            && files.iter().all(|file| match (&file.before, &file.after) {
+            && match (&file.before, &file.after) {
                 (None, _) => self.create,
                 (Some(_), None) => self.delete,
                 (Some(_), Some(_)) => true,
-            })
+            }
     }
 }
 
@@ -374,11 +374,9 @@ impl EditorTarget {
                 None => unopened.push(file),
             }
         }
-        let (through_editor, on_disk) = if self.capabilities.takes_unopened(&unopened) {
-            (unopened, Vec::new())
-        } else {
-            (Vec::new(), unopened)
-        };
+        let (through_editor, on_disk): (Vec<&FilePlan>, Vec<&FilePlan>) = unopened
+            .into_iter()
+            .partition(|file| self.capabilities.takes_unopened(file));
         if !open.is_empty() || !through_editor.is_empty() {
             self.apply_in_editor(&open, &through_editor, plan)?;
         }
