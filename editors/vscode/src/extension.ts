@@ -13,7 +13,6 @@ import {
   LanguageClientOptions,
   ServerOptions,
   State,
-  TransportKind,
 } from "vscode-languageclient/node";
 import * as proto from "./protocol";
 import { AgentProgressFeature } from "./progress";
@@ -55,7 +54,6 @@ class Wright {
     const serverOptions: ServerOptions = {
       command,
       args: ["lsp"],
-      transport: TransportKind.stdio,
     };
     this.sentSettings = serverSettings();
     const clientOptions: LanguageClientOptions = {
