@@ -10,6 +10,8 @@ mod bench_retrieval;
 mod bench_sandbox;
 mod codegen;
 mod demo;
+mod dist;
+mod e2e;
 mod fuzz;
 mod tidy;
 
@@ -39,6 +41,10 @@ tasks:
                    instant model, and its peak memory; writes docs/benchmarks.md
   bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
                    against bubblewrap [--runs N]; writes docs/benchmarks.md
+  e2e vscode       the VS Code extension in a real VS Code (code-server, Chromium)
+                   [--install: first install the tools into target/editors/]
+                   [--no-run: install and prepare only]
+  dist             package the VS Code extension: target/dist/wright-VERSION.vsix
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 
@@ -50,6 +56,8 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(),
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("e2e") => e2e::run(&args[1..]),
+        Some("dist") => dist::run(),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
