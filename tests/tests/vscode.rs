@@ -312,9 +312,20 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     let _code_server = Group::spawn(
         Command::new(&tools.node)
             .arg(&tools.code_server)
-            .args(["--config", &dir.path().join("config/code-server.yaml").display().to_string()])
+            .args([
+                "--config",
+                &dir.path()
+                    .join("config/code-server.yaml")
+                    .display()
+                    .to_string(),
+            ])
             .args(["--bind-addr", &format!("127.0.0.1:{port}")])
-            .args(["--auth", "none", "--disable-telemetry", "--disable-update-check"])
+            .args([
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+            ])
             .arg("--disable-workspace-trust")
             .arg("--user-data-dir")
             .arg(&user_data)
@@ -328,10 +339,7 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
             .stderr(log),
     );
 
-    let url = format!(
-        "http://127.0.0.1:{port}/?folder={}",
-        workspace.display()
-    );
+    let url = format!("http://127.0.0.1:{port}/?folder={}", workspace.display());
     let mut driver = Command::new(&tools.node)
         .arg(repository().join("tests/vscode/e2e.cjs"))
         .env("PLAYWRIGHT_CORE", &tools.playwright)
@@ -362,8 +370,18 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     };
     let mut stdout = String::new();
     let mut stderr = String::new();
-    driver.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
-    driver.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    driver
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    driver
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     let server_log = || {
         let mut log =
             std::fs::read_to_string(dir.path().join("code-server.log")).unwrap_or_default();
@@ -406,7 +424,10 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     // The model was given the task with the current file.
     let first = provider.requests()[0].body_text().to_owned();
     assert!(first.contains(TASK), "{first}");
-    assert!(first.contains("src/lib.rs"), "the current file goes with the task: {first}");
+    assert!(
+        first.contains("src/lib.rs"),
+        "the current file goes with the task: {first}"
+    );
     // The status bar showed the run's step; its progress notification showed.
     let status_texts: Vec<&str> = seen["seen"]["status"]
         .as_array()
@@ -415,7 +436,9 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         .filter_map(Value::as_str)
         .collect();
     assert!(
-        status_texts.iter().any(|text| text.contains("wright: step 1")),
+        status_texts
+            .iter()
+            .any(|text| text.contains("wright: step 1")),
         "{status_texts:?}"
     );
     let notifications: Vec<&str> = seen["seen"]["notifications"]
@@ -436,6 +459,9 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         after_undo.contains(ORIGINAL.trim()) && !after_undo.contains(EDITED.trim()),
         "{after_undo}"
     );
-    assert_eq!(seen["before"], seen["afterUndo"], "undo restores the text exactly");
+    assert_eq!(
+        seen["before"], seen["afterUndo"],
+        "undo restores the text exactly"
+    );
     assert_eq!(std::fs::read_to_string(&lib).unwrap(), on_disk);
 }

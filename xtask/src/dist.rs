@@ -38,7 +38,9 @@ pub fn run() -> anyhow::Result<()> {
             TESTED_VSCODE.1
         );
     }
-    let version = manifest["version"].as_str().context("package.json has no version")?;
+    let version = manifest["version"]
+        .as_str()
+        .context("package.json has no version")?;
     let packaged = dir.join("dist/wright.vsix");
     let listing = Command::new("unzip")
         .arg("-l")
@@ -47,7 +49,10 @@ pub fn run() -> anyhow::Result<()> {
         .context("listing the .vsix with unzip")?;
     let listing = String::from_utf8_lossy(&listing.stdout);
     if !listing.contains("extension/dist/extension.js") {
-        bail!("{} lacks the bundle extension/dist/extension.js", packaged.display());
+        bail!(
+            "{} lacks the bundle extension/dist/extension.js",
+            packaged.display()
+        );
     }
     let out_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| crate::project_root().join("target"), Into::into)
@@ -66,9 +71,7 @@ fn caret_accepts(range: &str, (major, minor): (u64, u64)) -> bool {
     };
     let mut parts = version.split('.').map(str::parse::<u64>);
     match (parts.next(), parts.next()) {
-        (Some(Ok(want_major)), Some(Ok(want_minor))) => {
-            want_major == major && want_minor <= minor
-        }
+        (Some(Ok(want_major)), Some(Ok(want_minor))) => want_major == major && want_minor <= minor,
         _ => false,
     }
 }

@@ -241,7 +241,9 @@ impl CommandRunner for SandboxRunner {
             let reason = refusal.explain();
             note = Some(match (refusal.widening(), &self.approver) {
                 (Some(Widening::AllowNetwork), _) if self.network == NetworkPolicy::Deny => {
-                    format!("{reason}; the configuration keeps the network off (sandbox.network = deny)")
+                    format!(
+                        "{reason}; the configuration keeps the network off (sandbox.network = deny)"
+                    )
                 }
                 (Some(widening), Some(approver)) => {
                     match approver.ask(kind(&widening), command, &reason) {

@@ -50,7 +50,8 @@ impl Tools {
     }
 
     fn playwright(&self) -> PathBuf {
-        self.vscode_dir.join("node_modules/playwright-core/package.json")
+        self.vscode_dir
+            .join("node_modules/playwright-core/package.json")
     }
 
     /// `PATH` with Node 24 first, so npm and the scripts it runs use it.
@@ -70,7 +71,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         match arg.as_str() {
             "--install" => install = true,
             "--no-run" => test = false,
-            other => bail!("unknown option {other}; usage: cargo xtask e2e vscode [--install] [--no-run]"),
+            other => bail!(
+                "unknown option {other}; usage: cargo xtask e2e vscode [--install] [--no-run]"
+            ),
         }
     }
     let tools = Tools::new();
@@ -120,7 +123,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 fn install_tools(tools: &Tools) -> anyhow::Result<()> {
     install_debian_packages()?;
     if tools.node().is_file() {
-        println!("e2e vscode: Node 24 already in {}", tools.node_dir.display());
+        println!(
+            "e2e vscode: Node 24 already in {}",
+            tools.node_dir.display()
+        );
     } else {
         npm_install(&tools.node_dir, &[NODE_PACKAGE], None)?;
     }
@@ -157,7 +163,11 @@ fn npm_install(dir: &Path, packages: &[&str], node: Option<&Tools>) -> anyhow::R
         std::fs::write(&manifest, "{\"private\": true}\n")
             .with_context(|| format!("writing {}", manifest.display()))?;
     }
-    println!("e2e vscode: npm install {} in {}", packages.join(" "), dir.display());
+    println!(
+        "e2e vscode: npm install {} in {}",
+        packages.join(" "),
+        dir.display()
+    );
     let mut command = Command::new("npm");
     command
         .args(["install", "--no-audit", "--no-fund", "--foreground-scripts"])
@@ -180,11 +190,16 @@ fn install_debian_packages() -> anyhow::Result<()> {
             !Command::new("dpkg-query")
                 .args(["-W", "-f=${Status}", package])
                 .output()
-                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("install ok installed"))
+                .is_ok_and(|out| {
+                    String::from_utf8_lossy(&out.stdout).contains("install ok installed")
+                })
         })
         .collect();
     if missing.is_empty() {
-        println!("e2e vscode: {} already installed", DEBIAN_PACKAGES.join(", "));
+        println!(
+            "e2e vscode: {} already installed",
+            DEBIAN_PACKAGES.join(", ")
+        );
         return Ok(());
     }
     let root = Command::new("id")
