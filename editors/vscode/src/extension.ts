@@ -17,7 +17,7 @@ import {
 import * as proto from "./protocol";
 import { AgentProgressFeature } from "./progress";
 import { ProposalStore } from "./review";
-import { serverSettings, settingsClearKeys } from "./settings";
+import { serverSettings, dropsAKey } from "./settings";
 import { StatusItem } from "./status";
 import { EventLog } from "./events";
 
@@ -38,6 +38,8 @@ class Wright {
   private readonly log: EventLog;
   private readonly status: StatusItem;
   private readonly proposals: ProposalStore;
+  /** The server's own log (its stderr and the client's), kept across restarts. */
+  private readonly serverLog: vscode.LogOutputChannel;
   /** The server-shaped settings last sent, to tell a cleared setting (which needs a restart). */
   private sentSettings: Record<string, unknown> = {};
 
@@ -45,7 +47,8 @@ class Wright {
     this.log = new EventLog(vscode.window.createOutputChannel("Wright"));
     this.status = new StatusItem();
     this.proposals = new ProposalStore();
-    context.subscriptions.push(this.log, this.status, this.proposals);
+    this.serverLog = vscode.window.createOutputChannel("Wright Server", { log: true });
+    context.subscriptions.push(this.log, this.status, this.proposals, this.serverLog);
   }
 
   async start(): Promise<void> {
@@ -59,7 +62,7 @@ class Wright {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }],
       initializationOptions: this.sentSettings,
-      outputChannel: vscode.window.createOutputChannel("Wright Server", { log: true }),
+      outputChannel: this.serverLog,
       middleware: {
         workspace: {
           // The server pulls section `wright` when told settings changed: answer with the
@@ -316,7 +319,7 @@ class Wright {
     const settings = serverSettings();
     const restart =
       event.affectsConfiguration("wright.serverPath") ||
-      settingsClearKeys(this.sentSettings, settings);
+      dropsAKey(this.sentSettings, settings);
     if (restart) {
       // The server keeps its initializationOptions layer for its life: a key cleared here
       // would still be set there.

@@ -58,7 +58,7 @@ function keys(table: Record<string, unknown>, prefix = ""): string[] {
 }
 
 /** Whether `next` lacks a key `previous` set: the server cannot unset a key it was given. */
-export function settingsClearKeys(
+export function dropsAKey(
   previous: Record<string, unknown>,
   next: Record<string, unknown>,
 ): boolean {
