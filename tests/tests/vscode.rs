@@ -11,13 +11,14 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
 use wright_tests::{TempDir, wright_bin};
 
-/// The longest a whole scenario may take (seen: about 30 s on two cores).
+/// The longest one scenario may take (seen: 24–32 s on two cores).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
 
 const TASK: &str = "make add wrap around on overflow";
@@ -147,9 +148,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Where the driver leaves a screenshot of the window when it fails.
-fn failure_screenshot() -> PathBuf {
-    editors_dir().join("vscode-failure.png")
+/// Where the driver leaves a screenshot of the window when `scenario` fails.
+fn failure_screenshot(scenario: &str) -> PathBuf {
+    editors_dir().join(format!("vscode-{scenario}-failure.png"))
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -225,10 +226,10 @@ fn environment(dir: &TempDir, provider: &ScriptedProvider, tools: &Tools) -> Vec
     ]
 }
 
-#[test]
-fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it() {
-    let tools = match find_tools() {
-        Ok(tools) => tools,
+/// The tools, or `None` (after saying what is missing) when the test is to be skipped.
+fn tools_or_skip() -> Option<Tools> {
+    match find_tools() {
+        Ok(tools) => Some(tools),
         Err(missing) => {
             let message = format!(
                 "missing {}: run `cargo xtask e2e vscode --install`",
@@ -236,12 +237,32 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
             );
             assert!(std::env::var_os("CI").is_none(), "{message}");
             eprintln!("skipped: {message}");
-            return;
+            None
         }
-    };
-    let vsix = package_extension(&tools);
+    }
+}
 
-    let dir = TempDir::new("vscode");
+/// What a scenario leaves for the test to judge.
+struct Outcome {
+    /// What the driver saw (its JSON document).
+    seen: Value,
+    provider: ScriptedProvider,
+    lib: PathBuf,
+    on_disk: String,
+    _dir: TempDir,
+}
+
+/// One scenario of `tests/vscode/e2e.cjs` in a fresh code-server on a copy of the example
+/// workspace, with `settings` added to the user settings, against a model that makes one edit
+/// of `src/lib.rs` (after a pause long enough to watch the run) and then sums up.
+fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
+    // One VS Code at a time: two on two cores would only make both slow.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    static VSIX: OnceLock<PathBuf> = OnceLock::new();
+    let vsix = VSIX.get_or_init(|| package_extension(tools));
+
+    let dir = TempDir::new(&format!("vscode-{scenario}"));
     let workspace = dir.path().join("ws");
     copy_dir(
         &repository().join("tests/fixtures/example-workspace"),
@@ -260,9 +281,10 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     .expect("chmod runtime");
     let user_data = dir.path().join("user-data");
     let extensions = dir.path().join("extensions");
-    let settings = json!({
+    let mut user_settings = json!({
         // code-server saves by itself after a delay otherwise: the edit must stay unsaved.
         "files.autoSave": "off",
+        // Not on PATH: the extension must find the server through its setting.
         "wright.serverPath": wright_bin(),
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": false,
@@ -270,15 +292,19 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         "extensions.autoCheckUpdates": false,
         "extensions.autoUpdate": false,
         "chat.disableAIFeatures": true,
+        "diffEditor.renderSideBySide": true,
+        "diffEditor.useInlineViewWhenSpaceIsLimited": false,
     });
+    for (key, value) in settings.as_object().expect("settings are an object") {
+        user_settings[key] = value.clone();
+    }
     std::fs::create_dir_all(user_data.join("User")).expect("mkdir User");
     std::fs::write(
         user_data.join("User/settings.json"),
-        serde_json::to_string_pretty(&settings).unwrap(),
+        serde_json::to_string_pretty(&user_settings).unwrap(),
     )
     .expect("writing settings.json");
 
-    // The model: one edit (after a pause long enough to watch the run), then its summary.
     let provider = ScriptedProvider::start();
     let edit = Turn::default().tool_call(
         "e1",
@@ -290,7 +316,7 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         Dialect::OpenAi,
         &Turn::text(&["add now wraps around on overflow."]),
     ));
-    let env = environment(&dir, &provider, &tools);
+    let env = environment(&dir, &provider, tools);
 
     let started = Instant::now();
     run(
@@ -302,14 +328,14 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
             .arg("--extensions-dir")
             .arg(&extensions)
             .arg("--install-extension")
-            .arg(&vsix)
+            .arg(vsix)
             .env_clear()
             .envs(env.iter().cloned()),
     );
 
     let port = free_port();
     let log = std::fs::File::create(dir.path().join("code-server.log")).expect("log file");
-    let _code_server = Group::spawn(
+    let code_server = Group::spawn(
         Command::new(&tools.node)
             .arg(&tools.code_server)
             .args([
@@ -346,12 +372,13 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         .env("CHROMIUM", &tools.chromium)
         .env("PROFILE", dir.path().join("browser"))
         .env("URL", &url)
+        .env("SCENARIO", scenario)
         .env("FILE", "lib.rs")
         .env("TASK", TASK)
         .env("EXPECT_EDITED", EDITED.trim())
         .env("EXPECT_RESTORED", ORIGINAL.trim())
         .env("HOME", dir.path().join("home"))
-        .env("SCREENSHOT", failure_screenshot())
+        .env("SCREENSHOT", failure_screenshot(scenario))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -382,6 +409,7 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
+    drop(code_server);
     let server_log = || {
         let mut log =
             std::fs::read_to_string(dir.path().join("code-server.log")).unwrap_or_default();
@@ -397,56 +425,69 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     };
     let Some(status) = status else {
         panic!(
-            "the scenario took longer than {SCENARIO_TIMEOUT:?}\n{stderr}\ncode-server:\n{}",
+            "the {scenario} scenario took longer than {SCENARIO_TIMEOUT:?}\n{stderr}\ncode-server:\n{}",
             server_log()
         );
     };
     let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
     assert!(
         status.success(),
-        "the driver failed: {stderr}\nwhat it saw: {seen:#}\ncode-server:\n{}",
+        "the driver failed in the {scenario} scenario: {stderr}\nwhat it saw: {seen:#}\ncode-server:\n{}",
         server_log()
     );
     eprintln!(
-        "vscode scenario: {:.1} s (install the extension, start, run, undo)",
+        "vscode {scenario} scenario: {:.1} s (install the extension, start, run)",
         started.elapsed().as_secs_f64()
     );
+    Outcome {
+        seen,
+        provider,
+        lib,
+        on_disk,
+        _dir: dir,
+    }
+}
+
+fn texts<'a>(seen: &'a Value, list: &str) -> Vec<&'a str> {
+    seen["seen"][list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {list} texts in {seen}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+#[test]
+fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let outcome = run_scenario(&tools, "auto", json!({}));
+    let seen = &outcome.seen;
 
     // The edit landed in the editor, unsaved: the buffer changed, the disk did not.
     let after_run = seen["afterRun"].as_str().expect("afterRun");
     assert!(after_run.contains(EDITED.trim()), "{after_run}");
     assert_eq!(seen["dirtyAfterRun"], true, "the edited buffer is unsaved");
     assert_eq!(
-        std::fs::read_to_string(&lib).unwrap(),
-        on_disk,
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk,
         "the agent's edit stays in the buffer"
     );
     // The model was given the task with the current file.
-    let first = provider.requests()[0].body_text().to_owned();
+    let first = outcome.provider.requests()[0].body_text().to_owned();
     assert!(first.contains(TASK), "{first}");
     assert!(
         first.contains("src/lib.rs"),
         "the current file goes with the task: {first}"
     );
     // The status bar showed the run's step; its progress notification showed.
-    let status_texts: Vec<&str> = seen["seen"]["status"]
-        .as_array()
-        .expect("status texts")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let status = texts(seen, "status");
     assert!(
-        status_texts
-            .iter()
-            .any(|text| text.contains("wright: step 1")),
-        "{status_texts:?}"
+        status.iter().any(|text| text.contains("wright: step 1")),
+        "{status:?}"
     );
-    let notifications: Vec<&str> = seen["seen"]["notifications"]
-        .as_array()
-        .expect("notification texts")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let notifications = texts(seen, "notifications");
     assert!(
         notifications
             .iter()
@@ -463,5 +504,49 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         seen["before"], seen["afterUndo"],
         "undo restores the text exactly"
     );
-    assert_eq!(std::fs::read_to_string(&lib).unwrap(), on_disk);
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk
+    );
+}
+
+#[test]
+fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let outcome = run_scenario(&tools, "review", json!({"wright.applyMode": "review"}));
+    let seen = &outcome.seen;
+
+    // The diff: the buffer as it is on the left, the proposal on the right.
+    assert!(
+        seen["diffTitle"].as_str().unwrap().contains("lib.rs"),
+        "{seen}"
+    );
+    let proposal = seen["proposal"].as_str().expect("proposal");
+    assert!(proposal.contains(EDITED.trim()), "{proposal}");
+    let buffer = seen["bufferInDiff"].as_str().expect("bufferInDiff");
+    assert!(
+        buffer.contains(ORIGINAL.trim()) && !buffer.contains(EDITED.trim()),
+        "nothing reached the buffer before accepting: {buffer}"
+    );
+    // Accepting applied the edit to the buffer, unsaved.
+    let accepted = seen["afterAccept"].as_str().expect("afterAccept");
+    assert!(accepted.contains(EDITED.trim()), "{accepted}");
+    assert_eq!(
+        seen["dirtyAfterAccept"], true,
+        "the accepted edit is unsaved: {seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk
+    );
+    // The server ran the session in review mode (the setting reached the request).
+    let events = texts(seen, "notifications");
+    assert!(
+        events
+            .iter()
+            .any(|text| text.contains("proposes edits to src/lib.rs")),
+        "the review notification: {events:?}"
+    );
 }

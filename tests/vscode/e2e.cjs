@@ -1,6 +1,8 @@
 // Drives a real VS Code (code-server, in Debian's Chromium through playwright-core) through one
-// agent run of the wright extension, as a user would: open a file, run "Wright: Run Agent Task"
-// from the command palette, watch the edit land unsaved, then "Wright: Undo Last Agent Run".
+// agent run of the wright extension, as a user would. SCENARIO `auto`: open a file, run
+// "Wright: Run Agent Task" from the command palette, watch the edit land unsaved, then
+// "Wright: Undo Last Agent Run". SCENARIO `review` (the user set `wright.applyMode` to review):
+// the run opens a diff of the buffer against the proposal, and "Wright: Accept Edits" applies it.
 //
 // Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
 // every assertion about them. This script only acts and observes: it prints one JSON document
@@ -9,7 +11,7 @@
 // with a deadline; nothing sleeps a fixed time.
 //
 // Environment: PLAYWRIGHT_CORE (the package folder), CHROMIUM (the executable), PROFILE (a
-// fresh browser profile folder), URL (the workbench with ?folder=), FILE (the file to open,
+// fresh browser profile folder), URL (the workbench with ?folder=), SCENARIO, FILE (the file to open,
 // by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the run
 // and after the undo), TIMEOUT_MS (each wait's deadline).
 
@@ -87,6 +89,61 @@ async function editorText(page) {
   });
 }
 
+/** The text of one side (`original` or `modified`) of the active diff editor. */
+async function diffSide(page, side) {
+  return page.evaluate((side) => {
+    const lines = document.querySelector(`.editor-group-container.active .monaco-diff-editor .editor.${side} .view-lines`);
+    if (!lines) {
+      return "";
+    }
+    return [...lines.querySelectorAll(".view-line")]
+      .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
+      .sort((a, b) => a.top - b.top)
+      .map((line) => line.text.replace(/\u00a0/g, " "))
+      .join("\n");
+  }, side);
+}
+
+/** Opens a file by name through quick open (Ctrl+P). */
+async function openFile(page, name) {
+  await page.keyboard.press("Control+P");
+  const quickOpen = page.locator(".quick-input-widget input.input");
+  await quickOpen.waitFor({ state: "visible", timeout: TIMEOUT });
+  await quickOpen.fill(name);
+  await until(`quick open to offer ${name}`, async () => {
+    const labels = await page.locator(".quick-input-list .monaco-list-row").allTextContents();
+    return labels.some((label) => label.includes(name));
+  });
+  await page.keyboard.press("Enter");
+}
+
+/** "Wright: Run Agent Task" with `task` typed into its input box. */
+async function runTask(page, task) {
+  await runCommand(page, "Wright: Run Agent Task");
+  await until("the task input box", async () =>
+    (await page.locator(".quick-input-widget .quick-input-title").textContent().catch(() => "")).includes(
+      "Wright: Run Agent Task",
+    ),
+  );
+  await page.locator(".quick-input-widget input.input").fill(task);
+  await page.keyboard.press("Enter");
+}
+
+/** Waits until the status bar item, having shown a step, says idle again: the run is over. */
+async function runEnded(page) {
+  await until("the status bar to return to idle after the run", () =>
+    page.evaluate(() => {
+      const stepped = window.__wrightSeen.status.some((text) => /wright: step \d/.test(text));
+      return (
+        stepped &&
+        [...document.querySelectorAll(".statusbar-item")].some((item) =>
+          (item.textContent || "").includes("wright: idle"),
+        )
+      );
+    }),
+  );
+}
+
 /** Runs a command from the F1 palette by its title. */
 async function runCommand(page, title) {
   await page.keyboard.press("F1");
@@ -131,54 +188,55 @@ async function main() {
       page.evaluate(() => window.__wrightSeen.status.some((text) => text.includes("wright: idle"))),
     );
 
-    await page.keyboard.press("Control+P");
-    const quickOpen = page.locator(".quick-input-widget input.input");
-    await quickOpen.waitFor({ state: "visible", timeout: TIMEOUT });
-    await quickOpen.fill(process.env.FILE);
-    await until(`quick open to offer ${process.env.FILE}`, async () => {
-      const labels = await page.locator(".quick-input-list .monaco-list-row").allTextContents();
-      return labels.some((label) => label.includes(process.env.FILE));
-    });
-    await page.keyboard.press("Enter");
+    await openFile(page, process.env.FILE);
     result.before = await until("the file in the editor", async () => {
       const text = await editorText(page);
       return text.includes(process.env.EXPECT_RESTORED) ? text : "";
     });
 
-    await runCommand(page, "Wright: Run Agent Task");
-    await until("the task input box", async () =>
-      (await page.locator(".quick-input-widget .quick-input-title").textContent().catch(() => "")).includes(
-        "Wright: Run Agent Task",
-      ),
-    );
-    await page.locator(".quick-input-widget input.input").fill(process.env.TASK);
-    await page.keyboard.press("Enter");
-
-    result.afterRun = await until("the agent's edit in the editor", async () => {
-      const text = await editorText(page);
-      return text.includes(process.env.EXPECT_EDITED) ? text : "";
-    });
-    result.dirtyAfterRun = await page.evaluate(
-      () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
-    );
-    // The run is over when the item is idle again after having shown a step.
-    await until("the status bar to return to idle after the run", () =>
-      page.evaluate(() => {
-        const status = window.__wrightSeen.status;
-        const step = status.findIndex((text) => /wright: step \d/.test(text));
-        return step >= 0 && document.querySelector(".statusbar-item")
-          ? [...document.querySelectorAll(".statusbar-item")].some((item) =>
-              (item.textContent || "").includes("wright: idle"),
-            )
-          : false;
-      }),
-    );
-
-    await runCommand(page, "Wright: Undo Last Agent Run");
-    result.afterUndo = await until("the undo in the editor", async () => {
-      const text = await editorText(page);
-      return !text.includes(process.env.EXPECT_EDITED) && text.includes(process.env.EXPECT_RESTORED) ? text : "";
-    });
+    if (process.env.SCENARIO === "review") {
+      await runTask(page, process.env.TASK);
+      // The proposal opens as a diff: the buffer on the left, the proposal on the right.
+      result.diffTitle = await until("the proposal's diff editor", async () => {
+        const tabs = await page.locator(".editor-group-container.active .tab").allTextContents();
+        return tabs.find((tab) => tab.includes("Wright's proposal")) || "";
+      });
+      result.proposal = await until("the proposal in the diff", async () => {
+        const text = await diffSide(page, "modified");
+        return text.includes(process.env.EXPECT_EDITED) ? text : "";
+      });
+      result.bufferInDiff = await diffSide(page, "original");
+      await runEnded(page);
+      await runCommand(page, "Wright: Accept Edits");
+      // Back to the file's own tab (quick open would offer the diff first, as recently used).
+      const fileTab = new RegExp(`^\\s*${process.env.FILE.replace(".", "\\.")}\\s*$`);
+      await page.locator(".tab").filter({ hasText: fileTab }).first().click({ timeout: TIMEOUT });
+      result.afterAccept = await until("the accepted edit in the editor", async () => {
+        const text = await editorText(page);
+        const diff = await page.evaluate(() => !!document.querySelector(".editor-group-container.active .monaco-diff-editor"));
+        return !diff && text.includes(process.env.EXPECT_EDITED) ? text : "";
+      });
+      result.dirtyAfterAccept = await page.evaluate(
+        () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
+      );
+    } else {
+      await runTask(page, process.env.TASK);
+      result.afterRun = await until("the agent's edit in the editor", async () => {
+        const text = await editorText(page);
+        return text.includes(process.env.EXPECT_EDITED) ? text : "";
+      });
+      result.dirtyAfterRun = await page.evaluate(
+        () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
+      );
+      await runEnded(page);
+      await runCommand(page, "Wright: Undo Last Agent Run");
+      result.afterUndo = await until("the undo in the editor", async () => {
+        const text = await editorText(page);
+        return !text.includes(process.env.EXPECT_EDITED) && text.includes(process.env.EXPECT_RESTORED)
+          ? text
+          : "";
+      });
+    }
   } catch (err) {
     result.error = String(err && err.stack ? err.stack : err);
     // What the window showed, for the failure's report.
