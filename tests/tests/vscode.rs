@@ -1,6 +1,10 @@
 //! The VS Code extension in a real VS Code: code-server (VS Code 1.139 from npm) with the
 //! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
-//! (playwright-core), against the scripted model provider.
+//! (playwright-core), against the scripted model provider. Two scenarios: a task run from the
+//! command palette lands in the buffer unsaved, with the step in the status bar and a progress
+//! notification, and "Wright: Undo Last Agent Run" restores the text; with `wright.applyMode`
+//! set to review, the proposal opens as a diff against the buffer and "Wright: Accept Edits"
+//! applies it.
 //!
 //! The tools live under `target/editors/` (`cargo xtask e2e vscode --install` puts them
 //! there). Without them the test says how to get them and passes, except under `CI`, where a
@@ -210,7 +214,7 @@ impl Drop for Group {
 }
 
 /// The isolated environment of code-server and of the processes it starts.
-fn environment(dir: &TempDir, provider: &ScriptedProvider, tools: &Tools) -> Vec<(String, String)> {
+fn environment(dir: &TempDir, tools: &Tools) -> Vec<(String, String)> {
     let at = |name: &str| dir.path().join(name).display().to_string();
     vec![
         ("PATH".into(), path_with_node(tools)),
@@ -220,8 +224,7 @@ fn environment(dir: &TempDir, provider: &ScriptedProvider, tools: &Tools) -> Vec
         ("XDG_DATA_HOME".into(), at("data")),
         ("XDG_CACHE_HOME".into(), at("cache")),
         ("XDG_RUNTIME_DIR".into(), at("runtime")),
-        ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
-        ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
+        // The model and the endpoint come from the extension's settings; keys never do.
         ("OPENAI_API_KEY".into(), "sk-vscode-test".into()),
     ]
 }
@@ -281,30 +284,6 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
     .expect("chmod runtime");
     let user_data = dir.path().join("user-data");
     let extensions = dir.path().join("extensions");
-    let mut user_settings = json!({
-        // code-server saves by itself after a delay otherwise: the edit must stay unsaved.
-        "files.autoSave": "off",
-        // Not on PATH: the extension must find the server through its setting.
-        "wright.serverPath": wright_bin(),
-        "workbench.startupEditor": "none",
-        "security.workspace.trust.enabled": false,
-        "telemetry.telemetryLevel": "off",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "chat.disableAIFeatures": true,
-        "diffEditor.renderSideBySide": true,
-        "diffEditor.useInlineViewWhenSpaceIsLimited": false,
-    });
-    for (key, value) in settings.as_object().expect("settings are an object") {
-        user_settings[key] = value.clone();
-    }
-    std::fs::create_dir_all(user_data.join("User")).expect("mkdir User");
-    std::fs::write(
-        user_data.join("User/settings.json"),
-        serde_json::to_string_pretty(&user_settings).unwrap(),
-    )
-    .expect("writing settings.json");
-
     let provider = ScriptedProvider::start();
     let edit = Turn::default().tool_call(
         "e1",
@@ -316,7 +295,35 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
         Dialect::OpenAi,
         &Turn::text(&["add now wraps around on overflow."]),
     ));
-    let env = environment(&dir, &provider, tools);
+    let mut user_settings = json!({
+        // code-server saves by itself after a delay otherwise: the edit must stay unsaved.
+        "files.autoSave": "off",
+        // Not on PATH: the extension must find the server through its setting.
+        "wright.serverPath": wright_bin(),
+        // The server's configuration, through initializationOptions (the example workspace's
+        // own file names openai/gpt-4.1-mini, which this overrides); the endpoint is set below.
+        "wright.model": "openai/gpt-4.1",
+        "workbench.startupEditor": "none",
+        "security.workspace.trust.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "chat.disableAIFeatures": true,
+        "diffEditor.renderSideBySide": true,
+        "diffEditor.useInlineViewWhenSpaceIsLimited": false,
+    });
+    user_settings["wright.openaiBaseUrl"] = json!(provider.openai_base_url());
+    for (key, value) in settings.as_object().expect("settings are an object") {
+        user_settings[key] = value.clone();
+    }
+    std::fs::create_dir_all(user_data.join("User")).expect("mkdir User");
+    std::fs::write(
+        user_data.join("User/settings.json"),
+        serde_json::to_string_pretty(&user_settings).unwrap(),
+    )
+    .expect("writing settings.json");
+
+    let env = environment(&dir, tools);
 
     let started = Instant::now();
     run(
@@ -474,6 +481,10 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         outcome.on_disk,
         "the agent's edit stays in the buffer"
     );
+    // The settings reached the server: the endpoint (the scripted provider was asked at all)
+    // and the model, over the workspace file's.
+    let request = outcome.provider.requests()[0].json();
+    assert_eq!(request["model"], "gpt-4.1", "wright.model was not applied");
     // The model was given the task with the current file.
     let first = outcome.provider.requests()[0].body_text().to_owned();
     assert!(first.contains(TASK), "{first}");

@@ -219,7 +219,7 @@ fn install_debian_packages() -> anyhow::Result<()> {
     };
     println!("e2e vscode: apt-get install {}", missing.join(" "));
     run_command("apt-get update", &mut apt(&["update", "-q"]))?;
-    let mut install = apt(&["install", "-y", "-q", "--no-install-recommends"]);
+    let mut install = apt(&["install", "-y", "-q"]);
     install.args(&missing);
     run_command("apt-get install", &mut install)
 }
