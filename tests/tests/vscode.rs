@@ -2,7 +2,8 @@
 //! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
 //! (playwright-core), against the scripted model provider. Two scenarios: a task run from the
 //! command palette lands in the buffer unsaved, with the step in the status bar and a progress
-//! notification, and "Wright: Undo Last Agent Run" restores the text; with `wright.applyMode`
+//! notification, "Wright: Undo Last Agent Run" restores the text, and a setting saved in the
+//! settings editor reaches the running server ("Wright: Show Status"); with `wright.applyMode`
 //! set to review, the proposal opens as a diff against the buffer and "Wright: Accept Edits"
 //! applies it.
 //!
@@ -311,6 +312,8 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
         "chat.disableAIFeatures": true,
         "diffEditor.renderSideBySide": true,
         "diffEditor.useInlineViewWhenSpaceIsLimited": false,
+        // Settings open in an editor tab, not a modal over the workbench.
+        "workbench.editor.useModal": "off",
     });
     user_settings["wright.openaiBaseUrl"] = json!(provider.openai_base_url());
     for (key, value) in settings.as_object().expect("settings are an object") {
@@ -386,6 +389,7 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
         .env("EXPECT_RESTORED", ORIGINAL.trim())
         .env("HOME", dir.path().join("home"))
         .env("SCREENSHOT", failure_screenshot(scenario))
+        .env("SETTINGS_FILE", user_data.join("User/settings.json"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -518,6 +522,14 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     assert_eq!(
         std::fs::read_to_string(&outcome.lib).unwrap(),
         outcome.on_disk
+    );
+    // Changing a setting reached the running server, as its client-settings layer.
+    let status = seen["statusAfterSettingChange"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        status.contains("sandbox.network = deny"),
+        "Wright: Show Status after the change: {status}"
     );
 }
 

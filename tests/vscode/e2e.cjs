@@ -23,7 +23,7 @@ const TIMEOUT = Number(process.env.TIMEOUT_MS || 60000);
 const POLL_MS = 100;
 
 /** Polls `probe` until it returns a truthy value; throws with `what` at the deadline. */
-async function until(what, probe, timeout = TIMEOUT) {
+async function until(what, probe, timeout = TIMEOUT, interval = POLL_MS) {
   const deadline = Date.now() + timeout;
   let last;
   for (;;) {
@@ -38,7 +38,7 @@ async function until(what, probe, timeout = TIMEOUT) {
     if (Date.now() > deadline) {
       throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${last})`);
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await new Promise((resolve) => setTimeout(resolve, interval));
   }
 }
 
@@ -102,6 +102,14 @@ async function diffSide(page, side) {
       .map((line) => line.text.replace(/\u00a0/g, " "))
       .join("\n");
   }, side);
+}
+
+/** The lines the output panel shows. */
+async function outputText(page) {
+  return page.evaluate(() => {
+    const lines = document.querySelector(".part.panel .monaco-editor .view-lines");
+    return lines ? (lines.textContent || "").replace(/\u00a0/g, " ") : "";
+  });
 }
 
 /** Opens a file by name through quick open (Ctrl+P). */
@@ -236,6 +244,39 @@ async function main() {
           ? text
           : "";
       });
+      // A setting changed in the settings editor reaches the running server
+      // (workspace/didChangeConfiguration). code-server does not notice the file changing
+      // behind its back, so the change is made as a user makes it: edit, save.
+      if (process.env.SETTINGS_FILE) {
+        const fs = require("fs");
+        await runCommand(page, "Preferences: Open User Settings (JSON)");
+        // The focused editor (the test turns VS Code 1.139's modal editors off).
+        await until("the settings editor", () =>
+          page.evaluate(() =>
+            (document.querySelector(".monaco-editor.focused .view-lines")?.textContent || "").includes("files.autoSave"),
+          ),
+        );
+        // Typed as a user types it, after the opening brace (the editor closes quotes itself
+        // and types over them).
+        await page.keyboard.press("Control+Home");
+        await page.keyboard.press("End");
+        await page.keyboard.press("Enter");
+        await page.keyboard.type('"wright.sandboxNetwork": "deny",');
+        await page.keyboard.press("Control+S");
+        await until("the settings to be saved", () =>
+          JSON.parse(fs.readFileSync(process.env.SETTINGS_FILE, "utf8"))["wright.sandboxNetwork"] === "deny",
+        );
+        result.statusAfterSettingChange = await until(
+          "Wright: Show Status to report the changed setting",
+          async () => {
+            await runCommand(page, "Wright: Show Status");
+            const text = await outputText(page);
+            return /sandbox\.network = deny\s+\[workspace\/didChangeConfiguration\]/.test(text) ? text : "";
+          },
+          TIMEOUT,
+          1000,
+        );
+      }
     }
   } catch (err) {
     result.error = String(err && err.stack ? err.stack : err);

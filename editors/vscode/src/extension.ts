@@ -120,6 +120,11 @@ class Wright {
     if (!client || !client.isRunning()) {
       throw new Error("the wright server is not running");
     }
+    // A request without params (`null` in the protocol) goes without any: vscode-jsonrpc
+    // would send a `null` argument as `[null]`.
+    if (params === null) {
+      return client.sendRequest<proto.ResultOf<M>>(method.method);
+    }
     return client.sendRequest<proto.ResultOf<M>>(method.method, params);
   }
 
