@@ -1,11 +1,12 @@
 //! The VS Code extension in a real VS Code: code-server (VS Code 1.139 from npm) with the
 //! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
-//! (playwright-core), against the scripted model provider. Two scenarios: a task run from the
+//! (playwright-core), against the scripted model provider. Three scenarios: a task run from the
 //! command palette lands in the buffer unsaved, with the step in the status bar and a progress
 //! notification, "Wright: Undo Last Agent Run" restores the text, and a setting saved in the
 //! settings editor reaches the running server ("Wright: Show Status"); with `wright.applyMode`
 //! set to review, the proposal opens as a diff against the buffer and "Wright: Accept Edits"
-//! applies it.
+//! applies it; a command the sandbox refused the network asks in a modal dialog, and "Allow"
+//! runs it again with the network.
 //!
 //! The tools live under `target/editors/` (`cargo xtask e2e vscode --install` puts them
 //! there). Without them the test says how to get them and passes, except under `CI`, where a
@@ -256,10 +257,27 @@ struct Outcome {
     _dir: TempDir,
 }
 
+/// The model of the edit scenarios: one edit of `src/lib.rs` (after a pause long enough to
+/// watch the run), then a summary.
+fn edit_replies() -> Vec<Reply> {
+    let edit = Turn::default().tool_call(
+        "e1",
+        "edit",
+        &json!({"path": "src/lib.rs", "old_string": ORIGINAL, "new_string": EDITED}).to_string(),
+    );
+    vec![
+        Reply::stream(Dialect::OpenAi, &edit).header_delay(Duration::from_millis(1500)),
+        Reply::stream(
+            Dialect::OpenAi,
+            &Turn::text(&["add now wraps around on overflow."]),
+        ),
+    ]
+}
+
 /// One scenario of `tests/vscode/e2e.cjs` in a fresh code-server on a copy of the example
-/// workspace, with `settings` added to the user settings, against a model that makes one edit
-/// of `src/lib.rs` (after a pause long enough to watch the run) and then sums up.
-fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
+/// workspace, with `settings` added to the user settings, against a model that answers with
+/// `replies`.
+fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Reply>) -> Outcome {
     // One VS Code at a time: two on two cores would only make both slow.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -286,16 +304,9 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value) -> Outcome {
     let user_data = dir.path().join("user-data");
     let extensions = dir.path().join("extensions");
     let provider = ScriptedProvider::start();
-    let edit = Turn::default().tool_call(
-        "e1",
-        "edit",
-        &json!({"path": "src/lib.rs", "old_string": ORIGINAL, "new_string": EDITED}).to_string(),
-    );
-    provider.push(Reply::stream(Dialect::OpenAi, &edit).header_delay(Duration::from_millis(1500)));
-    provider.push(Reply::stream(
-        Dialect::OpenAi,
-        &Turn::text(&["add now wraps around on overflow."]),
-    ));
+    for reply in replies {
+        provider.push(reply);
+    }
     let mut user_settings = json!({
         // code-server saves by itself after a delay otherwise: the edit must stay unsaved.
         "files.autoSave": "off",
@@ -473,7 +484,7 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     let Some(tools) = tools_or_skip() else {
         return;
     };
-    let outcome = run_scenario(&tools, "auto", json!({}));
+    let outcome = run_scenario(&tools, "auto", json!({}), edit_replies());
     let seen = &outcome.seen;
 
     // The edit landed in the editor, unsaved: the buffer changed, the disk did not.
@@ -538,7 +549,12 @@ fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
     let Some(tools) = tools_or_skip() else {
         return;
     };
-    let outcome = run_scenario(&tools, "review", json!({"wright.applyMode": "review"}));
+    let outcome = run_scenario(
+        &tools,
+        "review",
+        json!({"wright.applyMode": "review"}),
+        edit_replies(),
+    );
     let seen = &outcome.seen;
 
     // The diff: the buffer as it is on the left, the proposal on the right.
@@ -572,4 +588,41 @@ fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
             .any(|text| text.contains("proposes edits to src/lib.rs")),
         "the review notification: {events:?}"
     );
+}
+
+#[test]
+fn a_command_refused_the_network_asks_in_a_modal_and_runs_again_when_allowed() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1");
+    let port = listener.local_addr().unwrap().port();
+    let connect = Turn::default().tool_call(
+        "c1",
+        "run_command",
+        &json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")}).to_string(),
+    );
+    let outcome = run_scenario(
+        &tools,
+        "approval",
+        json!({}),
+        vec![
+            Reply::stream(Dialect::OpenAi, &connect),
+            Reply::stream(Dialect::OpenAi, &Turn::text(&["Connected."])),
+        ],
+    );
+    let seen = &outcome.seen;
+    let dialog = seen["approvalDialog"].as_str().expect("approvalDialog");
+    assert!(
+        dialog.contains("needs more than the sandbox allows") && dialog.contains("network"),
+        "{dialog}"
+    );
+    // "Allow" ran the command again with the network: it reached the host.
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "the allowed command reached the listener"
+    );
+    let result = outcome.provider.requests()[1].body_text().to_owned();
+    assert!(result.contains("as the user allowed"), "{result}");
 }

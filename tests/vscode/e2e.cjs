@@ -3,6 +3,7 @@
 // "Wright: Run Agent Task" from the command palette, watch the edit land unsaved, then
 // "Wright: Undo Last Agent Run". SCENARIO `review` (the user set `wright.applyMode` to review):
 // the run opens a diff of the buffer against the proposal, and "Wright: Accept Edits" applies it.
+// SCENARIO `approval`: the agent's command needs the network; "Allow" in the modal prompt.
 //
 // Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
 // every assertion about them. This script only acts and observes: it prints one JSON document
@@ -202,7 +203,16 @@ async function main() {
       return text.includes(process.env.EXPECT_RESTORED) ? text : "";
     });
 
-    if (process.env.SCENARIO === "review") {
+    if (process.env.SCENARIO === "approval") {
+      // The model's command needs the network: the extension asks with a modal dialog.
+      await runTask(page, process.env.TASK);
+      const dialog = page.locator(".monaco-dialog-box");
+      result.approvalDialog = await until("the approval dialog", async () =>
+        (await dialog.isVisible()) ? await dialog.innerText() : "",
+      );
+      await dialog.getByRole("button", { name: "Allow", exact: true }).click({ timeout: TIMEOUT });
+      await runEnded(page);
+    } else if (process.env.SCENARIO === "review") {
       await runTask(page, process.env.TASK);
       // The proposal opens as a diff: the buffer on the left, the proposal on the right.
       result.diffTitle = await until("the proposal's diff editor", async () => {
