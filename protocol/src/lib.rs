@@ -29,9 +29,12 @@ pub mod commands {
     pub const AGENT_CANCEL: &str = "wright.agent.cancel";
     /// Runs [`super::Undo`]; with no argument, on the last session.
     pub const EDITS_UNDO: &str = "wright.edits.undo";
+    /// Re-reads every workspace folder into its symbol index (with `$/progress`), picking up
+    /// files changed outside the editor; returns `null` once the rebuild has started.
+    pub const INDEX_REBUILD: &str = "wright.index.rebuild";
 
     /// Every command, as advertised in `executeCommandProvider`.
-    pub const ALL: &[&str] = &[STATUS, AGENT_RUN, AGENT_CANCEL, EDITS_UNDO];
+    pub const ALL: &[&str] = &[STATUS, AGENT_RUN, AGENT_CANCEL, EDITS_UNDO, INDEX_REBUILD];
 }
 
 /// A document, named as LSP names it.

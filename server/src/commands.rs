@@ -432,7 +432,10 @@ pub async fn exec(
         commands: match agent::sandboxed::pool(&workspace.cache_dir) {
             Ok(pool) => Some(Arc::new(
                 agent::sandboxed::SandboxRunner::in_place(pool, &workspace.root)
-                    .requiring_approval(agent::sandboxed::approval_patterns(&workspace.config)),
+                    .requiring_approval(agent::sandboxed::approval_patterns(&workspace.config))
+                    .with_network(agent::sandboxed::NetworkPolicy::from_config(
+                        &workspace.config,
+                    )),
             )),
             Err(err) => {
                 eprintln!("wright: commands cannot run: {err}");

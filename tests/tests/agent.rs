@@ -560,6 +560,95 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
     editor.shutdown();
 }
 
+/// `sandbox.network` from the editor's settings: `allow` at initialize runs the command with
+/// the network and asks nothing; `deny`, sent on change, refuses it without asking.
+#[test]
+fn the_network_policy_comes_from_the_editor_settings_and_follows_their_changes() {
+    let dir = TempDir::new("lsp-agent-network");
+    dir.write("ws/src/lib.rs", LIB);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let provider = ScriptedProvider::start();
+    let connect = Turn::default().tool_call(
+        "c1",
+        "run_command",
+        &json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")}).to_string(),
+    );
+    for _ in 0..2 {
+        provider.push(Reply::stream(Dialect::OpenAi, &connect));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    }
+    let root = dir.path().join("ws");
+    let spawn = Spawn {
+        root: Some(root.clone()),
+        env: vec![
+            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
+            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
+            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
+            (
+                "XDG_CACHE_HOME".into(),
+                dir.path().join("cache").display().to_string(),
+            ),
+            (
+                "XDG_DATA_HOME".into(),
+                dir.path().join("data").display().to_string(),
+            ),
+        ],
+        ..Spawn::default()
+    };
+    let mut init = Editor::init_params(&root);
+    init["capabilities"] = json!({"experimental": {"wrightRequestApproval": true}});
+    init["initializationOptions"] = json!({"sandbox": {"network": "allow"}});
+    let mut editor = Editor::start(&spawn, init).0;
+    let tool_result = |request: usize| {
+        provider.requests()[request].json()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+
+    let run = editor.request("wright/agentRun", json!({"task": "connect"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    let allowed = tool_result(1);
+    assert!(allowed.contains("exit code 0"), "{allowed}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "with sandbox.network = allow the command reached the host listener"
+    );
+
+    editor.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"wright": {"sandbox": {"network": "deny"}}}}),
+    );
+    let status = editor.status();
+    let network = status["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "sandbox.network")
+        .unwrap()
+        .clone();
+    assert_eq!(network["value"], "deny", "{network}");
+    let run = editor.request("wright/agentRun", json!({"task": "connect again"}));
+    let session = run["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    let denied = tool_result(3);
+    assert!(denied.contains("sandbox.network = deny"), "{denied}");
+    assert!(
+        listener.accept().is_err(),
+        "with sandbox.network = deny nothing reached the listener"
+    );
+    // No approval was asked in either run (the editor would have to read it).
+    editor.assert_all_read();
+    editor.shutdown();
+}
+
 #[test]
 fn code_actions_carry_their_command_and_start_a_session() {
     let dir = TempDir::new("lsp-agent-code-actions");

@@ -120,6 +120,28 @@ fn watched_file_events_add_and_remove_symbols() {
     assert!(editor.shutdown().success());
 }
 
+/// `wright.index.rebuild` (VS Code's "Wright: Rebuild Index") re-reads the workspace: a file
+/// written behind the editor's back, which no watched-file event announced, becomes searchable.
+#[test]
+fn the_rebuild_command_picks_up_files_changed_outside_the_editor() {
+    let dir = TempDir::new("wsymbol-rebuild");
+    dir.write("keep.go", "package main\nfunc Keep() {}\n");
+    let mut editor = start(&dir, json!({}));
+    symbols_until(&mut editor, "Keep", |s| s.len() == 1);
+    dir.write("pkg/outside.go", "package pkg\nfunc WrittenOutside() {}\n");
+    let unseen = editor.request("workspace/symbol", json!({"query": "WrittenOutside"}));
+    assert_eq!(unseen, json!([]), "nothing announced the file yet");
+    let result = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "wright.index.rebuild", "arguments": []}),
+    );
+    assert_eq!(result, Value::Null);
+    symbols_until(&mut editor, "WrittenOutside", |s| s.len() == 1);
+    symbols_until(&mut editor, "Keep", |s| s.len() == 1);
+    editor.discard(|m| m["method"] == "window/logMessage");
+    assert!(editor.shutdown().success());
+}
+
 #[test]
 fn indexing_reports_progress_when_the_client_supports_it() {
     let dir = TempDir::new("wsymbol-progress");

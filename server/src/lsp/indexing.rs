@@ -84,6 +84,16 @@ impl Indexes {
         });
     }
 
+    /// Drops every index held, so the next [`Indexes::want`] opens and refreshes each root
+    /// again: a rebuild that re-reads the workspace (files changed outside the editor
+    /// included) while unchanged files keep their entries.
+    pub fn forget(&self) {
+        self.indexes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     /// Opens (or creates) and refreshes the index of each wanted root not indexed yet.
     async fn build(self: &Arc<Self>, wanted: Wanted) {
         let Wanted {

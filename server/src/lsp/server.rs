@@ -990,6 +990,11 @@ impl LanguageServer for Backend {
                     .await?;
                 Ok(serde_json::to_value(result).ok())
             }
+            proto::commands::INDEX_REBUILD => {
+                self.indexes.forget();
+                self.build_indexes();
+                Ok(None)
+            }
             other => Err(RpcError::invalid_params(format!(
                 "unknown command {other:?}; wright offers {}",
                 proto::commands::ALL.join(", ")

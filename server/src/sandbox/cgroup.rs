@@ -116,7 +116,7 @@ impl Support {
         for parent in [memory, pids].into_iter().flatten() {
             let dir = parent.join(&name);
             if !group.dirs.contains(&dir) {
-                std::fs::create_dir(&dir)?;
+                create_fresh(&dir)?;
                 group.dirs.push(dir);
             }
         }
@@ -226,6 +226,19 @@ impl Drop for RunGroup {
     }
 }
 
+/// Makes the group folder `dir`. One of the same name left behind by an earlier process with
+/// this pid (a process that exited without dropping its groups) is removed first: `rmdir` of
+/// a cgroup succeeds only when no process is in it, so a group in use is never taken over.
+fn create_fresh(dir: &Path) -> io::Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_dir(dir)?;
+            std::fs::create_dir(dir)
+        }
+        other => other,
+    }
+}
+
 /// Whether runs' groups can be made under `parent` (made on first use). Checked with
 /// `access`, not by making a group: cgroup folders are slow to create and remove.
 fn usable(parent: &Path) -> bool {
@@ -292,6 +305,22 @@ fn counter(file: &Path, name: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_group_folder_is_replaced_and_one_in_use_is_not() {
+        let base = std::env::temp_dir().join(format!("wright-cgroup-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let stale = base.join("run-1-0");
+        std::fs::create_dir(&stale).unwrap();
+        create_fresh(&stale).expect("an empty leftover is replaced");
+        assert!(stale.is_dir());
+        // A folder that cannot be removed (here: not empty; for a cgroup: a process in it).
+        std::fs::write(stale.join("member"), "").unwrap();
+        assert!(create_fresh(&stale).is_err());
+        create_fresh(&base.join("run-1-1")).expect("a new name is created");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn mounts_and_groups_are_read_from_the_proc_files() {

@@ -1,13 +1,40 @@
-//! `e2e`: the editor clients tested in the real editors (`cargo xtask e2e <editor>`).
+//! `e2e`: end-to-end tests in real editors, and the tools they need, installed from the package
+//! registries under `target/editors/` (never into the system, apart from the Debian packages a
+//! browser needs).
 
 mod nvim;
+pub mod vscode;
 
-use anyhow::bail;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("nvim") => nvim::run(&args[1..]),
-        Some(other) => bail!("e2e: unknown editor {other:?}; expected `nvim`"),
-        None => bail!("e2e: which editor? `cargo xtask e2e nvim [--install | --install-only]`"),
+        Some("vscode") => vscode::run(&args[1..]),
+        _ => bail!(
+            "usage: cargo xtask e2e nvim [--install | --install-only] | \
+             cargo xtask e2e vscode [--install] [--no-run]"
+        ),
     }
+}
+
+/// Where the editors and their helpers are installed: `<target dir>/editors`.
+pub fn editors_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| crate::project_root().join("target"), PathBuf::from)
+        .join("editors")
+}
+
+/// Runs `command`, failing with `what` when it cannot start or exits unsuccessfully.
+pub fn run_command(what: &str, command: &mut Command) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("{what}: starting {command:?}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
 }

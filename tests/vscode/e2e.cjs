@@ -1,0 +1,314 @@
+// Drives a real VS Code (code-server, in Debian's Chromium through playwright-core) through one
+// agent run of the wright extension, as a user would. SCENARIO `auto`: open a file, run
+// "Wright: Run Agent Task" from the command palette, watch the edit land unsaved, then
+// "Wright: Undo Last Agent Run". SCENARIO `review` (the user set `wright.applyMode` to review):
+// the run opens a diff of the buffer against the proposal, and "Wright: Accept Edits" applies it.
+// SCENARIO `approval`: the agent's command needs the network; "Allow" in the modal prompt.
+//
+// Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
+// every assertion about them. This script only acts and observes: it prints one JSON document
+// of what it saw on stdout (the Rust test judges it) and exits non-zero, with the reason on
+// stderr, when the workbench never reached a state it waits for. Every wait polls a condition
+// with a deadline; nothing sleeps a fixed time.
+//
+// Environment: PLAYWRIGHT_CORE (the package folder), CHROMIUM (the executable), PROFILE (a
+// fresh browser profile folder), URL (the workbench with ?folder=), SCENARIO, FILE (the file to open,
+// by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the run
+// and after the undo), TIMEOUT_MS (each wait's deadline).
+
+"use strict";
+
+const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+
+const TIMEOUT = Number(process.env.TIMEOUT_MS || 60000);
+const POLL_MS = 100;
+
+/** Polls `probe` until it returns a truthy value; throws with `what` at the deadline. */
+async function until(what, probe, timeout = TIMEOUT, interval = POLL_MS) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      last = await probe();
+      if (last) {
+        return last;
+      }
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeout} ms waiting for ${what} (last: ${last})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, interval));
+  }
+}
+
+/** Records, in the page, every text the status bar's wright item and the notifications show. */
+function observe() {
+  const seen = { status: [], notifications: [] };
+  window.__wrightSeen = seen;
+  const add = (list, text) => {
+    const clean = (text || "").replace(/\s+/g, " ").trim();
+    if (clean && !list.includes(clean)) {
+      list.push(clean);
+    }
+  };
+  const record = () => {
+    for (const item of document.querySelectorAll(".statusbar-item")) {
+      if (/wright/i.test(item.textContent || "")) {
+        add(seen.status, item.textContent);
+      }
+    }
+    // A toast's "Source: …" and its title are only in the row's accessibility label.
+    for (const row of document.querySelectorAll(".notification-toast .monaco-list-row")) {
+      add(seen.notifications, row.getAttribute("aria-label"));
+      add(seen.notifications, row.innerText);
+    }
+  };
+  new MutationObserver(record).observe(document.body, {
+    subtree: true,
+    childList: true,
+    characterData: true,
+    attributes: true,
+    attributeFilter: ["aria-label", "class"],
+  });
+  record();
+}
+
+/** The text of the active editor, as Monaco renders it (spaces are no-break spaces there). */
+async function editorText(page) {
+  return page.evaluate(() => {
+    const editor = document.querySelector(".editor-group-container.active .monaco-editor .view-lines");
+    if (!editor) {
+      return "";
+    }
+    return [...editor.querySelectorAll(".view-line")]
+      .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
+      .sort((a, b) => a.top - b.top)
+      .map((line) => line.text.replace(/\u00a0/g, " "))
+      .join("\n");
+  });
+}
+
+/** The text of one side (`original` or `modified`) of the active diff editor. */
+async function diffSide(page, side) {
+  return page.evaluate((side) => {
+    const lines = document.querySelector(`.editor-group-container.active .monaco-diff-editor .editor.${side} .view-lines`);
+    if (!lines) {
+      return "";
+    }
+    return [...lines.querySelectorAll(".view-line")]
+      .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
+      .sort((a, b) => a.top - b.top)
+      .map((line) => line.text.replace(/\u00a0/g, " "))
+      .join("\n");
+  }, side);
+}
+
+/** The lines the output panel shows. */
+async function outputText(page) {
+  return page.evaluate(() => {
+    const lines = document.querySelector(".part.panel .monaco-editor .view-lines");
+    return lines ? (lines.textContent || "").replace(/\u00a0/g, " ") : "";
+  });
+}
+
+/** Opens a file by name through quick open (Ctrl+P). */
+async function openFile(page, name) {
+  await page.keyboard.press("Control+P");
+  const quickOpen = page.locator(".quick-input-widget input.input");
+  await quickOpen.waitFor({ state: "visible", timeout: TIMEOUT });
+  await quickOpen.fill(name);
+  await until(`quick open to offer ${name}`, async () => {
+    const labels = await page.locator(".quick-input-list .monaco-list-row").allTextContents();
+    return labels.some((label) => label.includes(name));
+  });
+  await page.keyboard.press("Enter");
+}
+
+/** "Wright: Run Agent Task" with `task` typed into its input box. */
+async function runTask(page, task) {
+  await runCommand(page, "Wright: Run Agent Task");
+  await until("the task input box", async () =>
+    (await page.locator(".quick-input-widget .quick-input-title").textContent().catch(() => "")).includes(
+      "Wright: Run Agent Task",
+    ),
+  );
+  await page.locator(".quick-input-widget input.input").fill(task);
+  await page.keyboard.press("Enter");
+}
+
+/** Waits until the status bar item, having shown a step, says idle again: the run is over. */
+async function runEnded(page) {
+  await until("the status bar to return to idle after the run", () =>
+    page.evaluate(() => {
+      const stepped = window.__wrightSeen.status.some((text) => /wright: step \d/.test(text));
+      return (
+        stepped &&
+        [...document.querySelectorAll(".statusbar-item")].some((item) =>
+          (item.textContent || "").includes("wright: idle"),
+        )
+      );
+    }),
+  );
+}
+
+/** Runs a command from the F1 palette by its title. */
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor({ state: "visible", timeout: TIMEOUT });
+  await input.fill(`>${title}`);
+  await until(`the palette to offer "${title}"`, async () => {
+    const labels = await page.locator(".quick-input-list .monaco-list-row").allTextContents();
+    return labels.some((label) => label.includes(title));
+  });
+  await page.keyboard.press("Enter");
+}
+
+async function main() {
+  const context = await chromium.launchPersistentContext(process.env.PROFILE, {
+    executablePath: process.env.CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1400, height: 900 },
+  });
+  const result = {};
+  const page = context.pages()[0] || (await context.newPage());
+  try {
+    // code-server answers once it listens; until then the navigation fails.
+    await until("code-server to answer", async () => {
+      const response = await page.goto(process.env.URL, { timeout: 5000 }).catch(() => null);
+      return response && response.ok();
+    });
+    await page.locator(".monaco-workbench").waitFor({ state: "visible", timeout: TIMEOUT });
+    await page.evaluate(observe);
+
+    // The extension's item says idle once `wright lsp` answered `initialize`.
+    await until("the status bar to show wright idle", () =>
+      page.evaluate(() => window.__wrightSeen.status.some((text) => text.includes("wright: idle"))),
+    );
+
+    await openFile(page, process.env.FILE);
+    result.before = await until("the file in the editor", async () => {
+      const text = await editorText(page);
+      return text.includes(process.env.EXPECT_RESTORED) ? text : "";
+    });
+
+    if (process.env.SCENARIO === "approval") {
+      // The model's command needs the network: the extension asks with a modal dialog.
+      await runTask(page, process.env.TASK);
+      const dialog = page.locator(".monaco-dialog-box");
+      result.approvalDialog = await until("the approval dialog", async () =>
+        (await dialog.isVisible()) ? await dialog.innerText() : "",
+      );
+      await dialog.getByRole("button", { name: "Allow", exact: true }).click({ timeout: TIMEOUT });
+      await runEnded(page);
+    } else if (process.env.SCENARIO === "review") {
+      await runTask(page, process.env.TASK);
+      // The proposal opens as a diff: the buffer on the left, the proposal on the right.
+      result.diffTitle = await until("the proposal's diff editor", async () => {
+        const tabs = await page.locator(".editor-group-container.active .tab").allTextContents();
+        return tabs.find((tab) => tab.includes("Wright's proposal")) || "";
+      });
+      result.proposal = await until("the proposal in the diff", async () => {
+        const text = await diffSide(page, "modified");
+        return text.includes(process.env.EXPECT_EDITED) ? text : "";
+      });
+      result.bufferInDiff = await diffSide(page, "original");
+      await runEnded(page);
+      await runCommand(page, "Wright: Accept Edits");
+      // Back to the file's own tab (quick open would offer the diff first, as recently used).
+      const fileTab = new RegExp(`^\\s*${process.env.FILE.replace(".", "\\.")}\\s*$`);
+      await page.locator(".tab").filter({ hasText: fileTab }).first().click({ timeout: TIMEOUT });
+      result.afterAccept = await until("the accepted edit in the editor", async () => {
+        const text = await editorText(page);
+        const diff = await page.evaluate(() => !!document.querySelector(".editor-group-container.active .monaco-diff-editor"));
+        return !diff && text.includes(process.env.EXPECT_EDITED) ? text : "";
+      });
+      result.dirtyAfterAccept = await page.evaluate(
+        () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
+      );
+    } else {
+      await runTask(page, process.env.TASK);
+      result.afterRun = await until("the agent's edit in the editor", async () => {
+        const text = await editorText(page);
+        return text.includes(process.env.EXPECT_EDITED) ? text : "";
+      });
+      result.dirtyAfterRun = await page.evaluate(
+        () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
+      );
+      await runEnded(page);
+      await runCommand(page, "Wright: Undo Last Agent Run");
+      result.afterUndo = await until("the undo in the editor", async () => {
+        const text = await editorText(page);
+        return !text.includes(process.env.EXPECT_EDITED) && text.includes(process.env.EXPECT_RESTORED)
+          ? text
+          : "";
+      });
+      // A setting changed in the settings editor reaches the running server
+      // (workspace/didChangeConfiguration). code-server does not notice the file changing
+      // behind its back, so the change is made as a user makes it: edit, save.
+      if (process.env.SETTINGS_FILE) {
+        const fs = require("fs");
+        await runCommand(page, "Preferences: Open User Settings (JSON)");
+        // The focused editor (the test turns VS Code 1.139's modal editors off).
+        await until("the settings editor", () =>
+          page.evaluate(() =>
+            (document.querySelector(".monaco-editor.focused .view-lines")?.textContent || "").includes("files.autoSave"),
+          ),
+        );
+        // Typed as a user types it, after the opening brace (the editor closes quotes itself
+        // and types over them).
+        await page.keyboard.press("Control+Home");
+        await page.keyboard.press("End");
+        await page.keyboard.press("Enter");
+        await page.keyboard.type('"wright.sandboxNetwork": "deny",');
+        await page.keyboard.press("Control+S");
+        await until("the settings to be saved", () =>
+          JSON.parse(fs.readFileSync(process.env.SETTINGS_FILE, "utf8"))["wright.sandboxNetwork"] === "deny",
+        );
+        result.statusAfterSettingChange = await until(
+          "Wright: Show Status to report the changed setting",
+          async () => {
+            await runCommand(page, "Wright: Show Status");
+            const text = await outputText(page);
+            return /sandbox\.network = deny\s+\[workspace\/didChangeConfiguration\]/.test(text) ? text : "";
+          },
+          TIMEOUT,
+          1000,
+        );
+      }
+    }
+  } catch (err) {
+    result.error = String(err && err.stack ? err.stack : err);
+    // What the window showed, for the failure's report.
+    result.statusBar = await page
+      .evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((item) => item.textContent))
+      .catch(() => null);
+    if (process.env.SCREENSHOT) {
+      await page.screenshot({ path: process.env.SCREENSHOT }).catch(() => undefined);
+    }
+  } finally {
+    result.seen = await page.evaluate(() => window.__wrightSeen).catch(() => null);
+    await context.close().catch(() => undefined);
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  if (result.error) {
+    process.stderr.write(`${result.error}\n`);
+    process.exit(1);
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err && err.stack ? err.stack : err}\n`);
+  process.exit(1);
+});
