@@ -7,6 +7,7 @@
 //! so a hung server fails the test instead of hanging it.
 
 pub mod provider;
+pub mod session;
 pub mod text_model;
 
 use std::collections::VecDeque;

@@ -5,42 +5,21 @@
 
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
-use wright_tests::{Editor, Spawn, TempDir, file_uri};
+use wright_tests::session::{
+    agent_spawn, applies, apply_edit_request, finished, start_agent_server, versioned_edits,
+};
+use wright_tests::{Editor, TempDir, file_uri};
 
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
 
 fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
-    start_with(
-        dir,
-        provider,
-        json!({"workspace": {"workspaceEdit": {"documentChanges": true}}}),
-    )
+    start_with(dir, provider, versioned_edits())
 }
 
 /// The server on `<dir>/ws`, its model the scripted provider, its cache and data in `dir`,
 /// initialized with `capabilities`.
 fn start_with(dir: &TempDir, provider: &ScriptedProvider, capabilities: Value) -> Editor {
-    let root = dir.path().join("ws");
-    let spawn = Spawn {
-        root: Some(root.clone()),
-        env: vec![
-            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
-            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
-            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
-            (
-                "XDG_CACHE_HOME".into(),
-                dir.path().join("cache").display().to_string(),
-            ),
-            (
-                "XDG_DATA_HOME".into(),
-                dir.path().join("data").display().to_string(),
-            ),
-        ],
-        ..Spawn::default()
-    };
-    let mut init = Editor::init_params(&root);
-    init["capabilities"] = capabilities;
-    Editor::start(&spawn, init).0
+    start_agent_server(&agent_spawn(dir, provider), capabilities)
 }
 
 fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
@@ -49,39 +28,6 @@ fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
         "edit",
         &json!({"path": "src/lib.rs", "old_string": old, "new_string": new}).to_string(),
     )
-}
-
-/// Waits for the session's `finished` event; returns its outcome.
-fn finished(editor: &mut Editor, session: &str) -> Value {
-    let event = editor.expect("the session's finished event", |m| {
-        m["method"] == "wright/agentEvent"
-            && m["params"]["sessionId"] == session
-            && m["params"]["kind"] == "finished"
-    });
-    editor.discard(|m| m["method"] == "wright/agentEvent" || m["method"] == "window/logMessage");
-    event["params"]["outcome"].clone()
-}
-
-/// What an editor does with an edit it applies: the change notification, then the answer.
-fn applies(editor: &mut Editor, id: &Value, uri: &str, version: i32, text: &str) {
-    editor.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
-    );
-    editor.respond(id, json!({"applied": true}));
-}
-
-/// Takes the next `workspace/applyEdit`; returns its id and its one text document edit.
-fn apply_edit_request(editor: &mut Editor) -> (Value, Value) {
-    let request = editor.expect("a workspace/applyEdit request", |m| {
-        m["method"] == "workspace/applyEdit" && m.get("id").is_some()
-    });
-    let changes = request["params"]["edit"]["documentChanges"]
-        .as_array()
-        .expect("versioned documentChanges")
-        .clone();
-    assert_eq!(changes.len(), 1, "{request}");
-    (request["id"].clone(), changes[0].clone())
 }
 
 #[test]
