@@ -33,7 +33,7 @@ struct Run {
 }
 
 pub fn run(args: &[String]) -> anyhow::Result<String> {
-    let mut requests = 400;
+    let mut requests = 600;
     match args {
         [] => {}
         [flag, n] if flag == "--requests" => requests = n.parse().context("--requests N")?,
@@ -148,12 +148,13 @@ fn report(runs: &[Run], requests: usize) -> String {
     let base = &runs[0];
     let (base_symbol, base_view) = (percentile(&base.symbol, 0.99), percentile(&base.view, 0.99));
     let mut out = format!(
-        "One `wright lsp` (debug build) on the example workspace; the sessions start one per keystroke at the beginning of the timed window; the model is \
-         the scripted provider (4 tokens 25 ms apart, then a `grep`, `read_file`, `find_symbol` or \
-         `outline` call, {STEPS} steps per session). The editor types {requests} keystrokes \
-         into an open buffer (after {WARM_UP} untimed), each followed by `workspace/symbol` \
-         and `wright/viewFileText`; each request's round trip is timed from the editor. Peer: the same traffic with no \
-         session, in the same invocation.\n\n\
+        "One `wright lsp` (debug build) on the example workspace. The sessions start one per \
+         keystroke at the beginning of the timed window; the model is the scripted provider \
+         (4 tokens 25 ms apart, then a `grep`, `read_file`, `find_symbol` or `outline` call, \
+         {STEPS} steps per session). The editor types {requests} keystrokes into an open \
+         buffer (after {WARM_UP} untimed), each followed by `workspace/symbol` and \
+         `wright/viewFileText`; each request's round trip is timed from the editor. Peer: the \
+         same traffic with no session, in the same invocation.\n\n\
          | sessions | running at the end | workspace/symbol p50 | p99 | p99 vs no load | viewFileText p50 | p99 | p99 vs no load |\n\
          |---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
