@@ -31,6 +31,9 @@ fuzz_target!(|data: &[u8]| {
     let signals = extract(&output, hint, Some(Path::new("/ws")));
     let rendered = signals.render();
     for key in signals.keys() {
-        assert!(rendered.contains(&key), "key {key:?} missing from {rendered:?}");
+        assert!(
+            rendered.contains(&key),
+            "key {key:?} missing from {rendered:?}"
+        );
     }
 });
