@@ -413,9 +413,12 @@ fn editor_faults_lose_no_keystroke_and_the_session_carries_on() {
     assert_eq!(outcome["status"], "done", "{outcome:#}");
     assert_eq!(outcome["filesChanged"], json!([]), "{outcome:#}");
     let results = fixture.last_tool_results();
+    // The editor's error counts as a refusal: the model is told to read the file again.
     assert!(
-        results.last().unwrap().contains("not applied")
-            || results.last().unwrap().contains("changed since"),
+        results
+            .last()
+            .unwrap()
+            .contains("changed since the edit was planned"),
         "the model was not told the edit failed: {results:?}"
     );
     fixture.journal_ends(&session, "done", "applyEdit error");
