@@ -7,6 +7,8 @@
 //! so a hung server fails the test instead of hanging it.
 
 pub mod provider;
+pub mod recovery;
+pub mod session;
 pub mod text_model;
 
 use std::collections::VecDeque;
@@ -255,6 +257,24 @@ impl Editor {
             result["version"].as_i64().expect("version"),
             result["text"].as_str().expect("text").to_owned(),
         )
+    }
+
+    /// Asks `workspace/symbol` until `accept` holds (indexing is in the background), or fails.
+    pub fn symbols_until(&mut self, query: &str, accept: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let result = self.request("workspace/symbol", json!({"query": query}));
+            let symbols = result.as_array().cloned().unwrap_or_default();
+            if accept(&symbols) {
+                return symbols;
+            }
+            if Instant::now() > deadline {
+                self.fail(&format!(
+                    "workspace/symbol {query:?} never satisfied the test: {symbols:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// `wright/status`.

@@ -457,7 +457,9 @@ pub enum Outcome {
 
 #[derive(Default)]
 struct State {
-    replies: VecDeque<Reply>,
+    /// Each reply with the text a request's body must contain to take it (any request when
+    /// `None`).
+    replies: VecDeque<(Option<String>, Reply)>,
     requests: Vec<RecordedRequest>,
     outcomes: Vec<Outcome>,
 }
@@ -520,9 +522,27 @@ impl ScriptedProvider {
         format!("http://{}", self.addr)
     }
 
-    /// Queues a reply: each request takes the oldest.
+    /// Queues a reply: each request takes the oldest it may take.
     pub fn push(&self, reply: Reply) -> &Self {
-        self.shared.state.lock().unwrap().replies.push_back(reply);
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .replies
+            .push_back((None, reply));
+        self
+    }
+
+    /// Queues a reply only a request whose body contains `marker` takes (a session's task
+    /// names its marker, and every request of the session repeats the task): concurrent
+    /// sessions then each get their own script, in order.
+    pub fn push_for(&self, marker: &str, reply: Reply) -> &Self {
+        self.shared
+            .state
+            .lock()
+            .unwrap()
+            .replies
+            .push_back((Some(marker.to_owned()), reply));
         self
     }
 
@@ -568,8 +588,14 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
         };
         let reply = {
             let mut state = shared.state.lock().unwrap();
+            let body = String::from_utf8_lossy(&request.body).into_owned();
             state.requests.push(request);
-            state.replies.pop_front()
+            let at = state
+                .replies
+                .iter()
+                .position(|(marker, _)| marker.as_ref().is_none_or(|m| body.contains(m.as_str())));
+            at.and_then(|at| state.replies.remove(at))
+                .map(|(_, reply)| reply)
         };
         let keep_open = match reply {
             Some(reply) => send_reply(&mut writer, reader.get_ref(), &reply, shared),

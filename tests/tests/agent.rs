@@ -5,42 +5,22 @@
 
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
-use wright_tests::{Editor, Spawn, TempDir, file_uri};
+use wright_tests::session::{
+    agent_spawn, applies, apply_edit_request, finished, journal, start_agent_server,
+    versioned_edits,
+};
+use wright_tests::{Editor, TempDir, file_uri};
 
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
 
 fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
-    start_with(
-        dir,
-        provider,
-        json!({"workspace": {"workspaceEdit": {"documentChanges": true}}}),
-    )
+    start_with(dir, provider, versioned_edits())
 }
 
 /// The server on `<dir>/ws`, its model the scripted provider, its cache and data in `dir`,
 /// initialized with `capabilities`.
 fn start_with(dir: &TempDir, provider: &ScriptedProvider, capabilities: Value) -> Editor {
-    let root = dir.path().join("ws");
-    let spawn = Spawn {
-        root: Some(root.clone()),
-        env: vec![
-            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
-            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
-            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
-            (
-                "XDG_CACHE_HOME".into(),
-                dir.path().join("cache").display().to_string(),
-            ),
-            (
-                "XDG_DATA_HOME".into(),
-                dir.path().join("data").display().to_string(),
-            ),
-        ],
-        ..Spawn::default()
-    };
-    let mut init = Editor::init_params(&root);
-    init["capabilities"] = capabilities;
-    Editor::start(&spawn, init).0
+    start_agent_server(&agent_spawn(dir, provider), capabilities)
 }
 
 fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
@@ -51,17 +31,6 @@ fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
     )
 }
 
-/// Waits for the session's `finished` event; returns its outcome.
-fn finished(editor: &mut Editor, session: &str) -> Value {
-    let event = editor.expect("the session's finished event", |m| {
-        m["method"] == "wright/agentEvent"
-            && m["params"]["sessionId"] == session
-            && m["params"]["kind"] == "finished"
-    });
-    editor.discard(|m| m["method"] == "wright/agentEvent" || m["method"] == "window/logMessage");
-    event["params"]["outcome"].clone()
-}
-
 /// Waits for the session's next `wright/agentEvent` of `kind`; returns its params.
 fn agent_event(editor: &mut Editor, session: &str, kind: &str) -> Value {
     editor.expect(&format!("a {kind} event"), |m| {
@@ -70,50 +39,6 @@ fn agent_event(editor: &mut Editor, session: &str, kind: &str) -> Value {
             && m["params"]["kind"] == kind
     })["params"]
         .clone()
-}
-
-/// The lines of a session's journal, found under the data directory of `dir`.
-fn journal(dir: &TempDir, session: &str) -> Vec<Value> {
-    fn find(folder: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
-        for entry in std::fs::read_dir(folder).ok()?.flatten() {
-            let path = entry.path();
-            if path.file_name().is_some_and(|file| file == name) {
-                return Some(path);
-            }
-            if path.is_dir()
-                && let Some(found) = find(&path, name)
-            {
-                return Some(found);
-            }
-        }
-        None
-    }
-    let path = find(&dir.path().join("data"), &format!("{session}.jsonl")).expect("a journal");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-/// What an editor does with an edit it applies: the change notification, then the answer.
-fn applies(editor: &mut Editor, id: &Value, uri: &str, version: i32, text: &str) {
-    editor.notify(
-        "textDocument/didChange",
-        json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
-    );
-    editor.respond(id, json!({"applied": true}));
-}
-
-/// Takes the next `workspace/applyEdit`; returns its id and its one text document edit.
-fn apply_edit_request(editor: &mut Editor) -> (Value, Value) {
-    let request = apply_edit(editor);
-    let changes = request["params"]["edit"]["documentChanges"]
-        .as_array()
-        .expect("versioned documentChanges")
-        .clone();
-    assert_eq!(changes.len(), 1, "{request}");
-    (request["id"].clone(), changes[0].clone())
 }
 
 #[test]
@@ -158,7 +83,7 @@ fn an_agent_edit_lands_in_the_open_buffer_versioned_and_undo_takes_it_back() {
     let outcome = finished(&mut editor, &session);
     assert_eq!(outcome["status"], "done", "{outcome}");
     assert_eq!(outcome["filesChanged"], json!(["src/lib.rs"]));
-    let journaled: Vec<Value> = journal(&dir, &session)
+    let journaled: Vec<Value> = journal(&dir, &session, false)
         .into_iter()
         .filter(|line| line["kind"] == "tool")
         .collect();
@@ -579,23 +504,7 @@ fn the_network_policy_comes_from_the_editor_settings_and_follows_their_changes()
         provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
     }
     let root = dir.path().join("ws");
-    let spawn = Spawn {
-        root: Some(root.clone()),
-        env: vec![
-            ("WRIGHT_MODEL".into(), "openai/gpt-4.1".into()),
-            ("OPENAI_BASE_URL".into(), provider.openai_base_url()),
-            ("OPENAI_API_KEY".into(), "sk-lsp-test".into()),
-            (
-                "XDG_CACHE_HOME".into(),
-                dir.path().join("cache").display().to_string(),
-            ),
-            (
-                "XDG_DATA_HOME".into(),
-                dir.path().join("data").display().to_string(),
-            ),
-        ],
-        ..Spawn::default()
-    };
+    let spawn = agent_spawn(&dir, &provider);
     let mut init = Editor::init_params(&root);
     init["capabilities"] = json!({"experimental": {"wrightRequestApproval": true}});
     init["initializationOptions"] = json!({"sandbox": {"network": "allow"}});

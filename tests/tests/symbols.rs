@@ -1,8 +1,6 @@
 //! The symbol index through the language server: `workspace/symbol`, progress while
 //! indexing, and updates from buffers and watched files.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 use wright_tests::{Editor, Spawn, TempDir, file_uri};
 
@@ -20,34 +18,13 @@ fn start(dir: &TempDir, capabilities: Value) -> Editor {
     Editor::start(&spawn, init).0
 }
 
-/// Asks `workspace/symbol` until `accept` holds (indexing is in the background), or fails.
-fn symbols_until(
-    editor: &mut Editor,
-    query: &str,
-    accept: impl Fn(&[Value]) -> bool,
-) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let result = editor.request("workspace/symbol", json!({"query": query}));
-        let symbols = result.as_array().cloned().unwrap_or_default();
-        if accept(&symbols) {
-            return symbols;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "workspace/symbol {query:?} never satisfied the test: {symbols:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn workspace_symbol_finds_definitions_with_columns_in_the_client_encoding() {
     let dir = TempDir::new("wsymbol");
     dir.write("src/lib.rs", "/* 😀 */ pub fn parse_request() {}\npub struct Server;\nimpl Server { fn start(&self) {} }\n");
     dir.write("tool.py", "def parse_args():\n    pass\n");
     let mut editor = start(&dir, json!({}));
-    let symbols = symbols_until(&mut editor, "parse_request", |s| !s.is_empty());
+    let symbols = editor.symbols_until("parse_request", |s| !s.is_empty());
     let first = &symbols[0];
     assert_eq!(first["name"], "parse_request");
     assert_eq!(first["kind"], 12, "function");
@@ -60,13 +37,13 @@ fn workspace_symbol_finds_definitions_with_columns_in_the_client_encoding() {
         first["location"]["range"],
         json!({"start": {"line": 0, "character": 16}, "end": {"line": 0, "character": 29}})
     );
-    let start = symbols_until(&mut editor, "start", |s| !s.is_empty());
+    let start = editor.symbols_until("start", |s| !s.is_empty());
     assert_eq!(
         (start[0]["kind"].clone(), start[0]["containerName"].clone()),
         (json!(6), json!("Server"))
     );
     // Parts of identifiers across languages.
-    let parse = symbols_until(&mut editor, "parse", |s| s.len() >= 2);
+    let parse = editor.symbols_until("parse", |s| s.len() >= 2);
     let mut names: Vec<&str> = parse.iter().map(|s| s["name"].as_str().unwrap()).collect();
     names.sort();
     assert_eq!(names, ["parse_args", "parse_request"]);
@@ -79,12 +56,12 @@ fn buffer_edits_are_searchable_without_saving_and_closing_restores_the_disk() {
     let path = dir.write("app.ts", "export function original() {}\n");
     let uri = file_uri(&path);
     let mut editor = start(&dir, json!({}));
-    symbols_until(&mut editor, "original", |s| s.len() == 1);
+    editor.symbols_until("original", |s| s.len() == 1);
 
     editor.open(&uri, "typescript", 1, "export function original() {}\n");
     editor.change(&uri, 2, (0, 16), (0, 24), "renamedInBuffer");
-    symbols_until(&mut editor, "renamedInBuffer", |s| s.len() == 1);
-    symbols_until(&mut editor, "original", |s| s.is_empty());
+    editor.symbols_until("renamedInBuffer", |s| s.len() == 1);
+    editor.symbols_until("original", |s| s.is_empty());
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "export function original() {}\n"
@@ -94,8 +71,8 @@ fn buffer_edits_are_searchable_without_saving_and_closing_restores_the_disk() {
         "textDocument/didClose",
         json!({"textDocument": {"uri": uri}}),
     );
-    symbols_until(&mut editor, "original", |s| s.len() == 1);
-    symbols_until(&mut editor, "renamedInBuffer", |s| s.is_empty());
+    editor.symbols_until("original", |s| s.len() == 1);
+    editor.symbols_until("renamedInBuffer", |s| s.is_empty());
     assert!(editor.shutdown().success());
 }
 
@@ -104,19 +81,19 @@ fn watched_file_events_add_and_remove_symbols() {
     let dir = TempDir::new("wsymbol-watch");
     dir.write("keep.go", "package main\nfunc Keep() {}\n");
     let mut editor = start(&dir, json!({}));
-    symbols_until(&mut editor, "Keep", |s| s.len() == 1);
+    editor.symbols_until("Keep", |s| s.len() == 1);
     let created = dir.write("pkg/new.go", "package pkg\nfunc BrandNew() {}\n");
     editor.notify(
         "workspace/didChangeWatchedFiles",
         json!({"changes": [{"uri": file_uri(&created), "type": 1}]}),
     );
-    symbols_until(&mut editor, "BrandNew", |s| s.len() == 1);
+    editor.symbols_until("BrandNew", |s| s.len() == 1);
     std::fs::remove_file(&created).unwrap();
     editor.notify(
         "workspace/didChangeWatchedFiles",
         json!({"changes": [{"uri": file_uri(&created), "type": 3}]}),
     );
-    symbols_until(&mut editor, "BrandNew", |s| s.is_empty());
+    editor.symbols_until("BrandNew", |s| s.is_empty());
     assert!(editor.shutdown().success());
 }
 
@@ -127,7 +104,7 @@ fn the_rebuild_command_picks_up_files_changed_outside_the_editor() {
     let dir = TempDir::new("wsymbol-rebuild");
     dir.write("keep.go", "package main\nfunc Keep() {}\n");
     let mut editor = start(&dir, json!({}));
-    symbols_until(&mut editor, "Keep", |s| s.len() == 1);
+    editor.symbols_until("Keep", |s| s.len() == 1);
     dir.write("pkg/outside.go", "package pkg\nfunc WrittenOutside() {}\n");
     let unseen = editor.request("workspace/symbol", json!({"query": "WrittenOutside"}));
     assert_eq!(unseen, json!([]), "nothing announced the file yet");
@@ -136,8 +113,8 @@ fn the_rebuild_command_picks_up_files_changed_outside_the_editor() {
         json!({"command": "wright.index.rebuild", "arguments": []}),
     );
     assert_eq!(result, Value::Null);
-    symbols_until(&mut editor, "WrittenOutside", |s| s.len() == 1);
-    symbols_until(&mut editor, "Keep", |s| s.len() == 1);
+    editor.symbols_until("WrittenOutside", |s| s.len() == 1);
+    editor.symbols_until("Keep", |s| s.len() == 1);
     editor.discard(|m| m["method"] == "window/logMessage");
     assert!(editor.shutdown().success());
 }
@@ -167,7 +144,7 @@ fn indexing_reports_progress_when_the_client_supports_it() {
     );
     // Reports in between, if any.
     while editor.try_take(|m| m["method"] == "$/progress").is_some() {}
-    symbols_until(&mut editor, "alpha", |s| s.len() == 1);
+    editor.symbols_until("alpha", |s| s.len() == 1);
     assert!(editor.shutdown().success());
 }
 
@@ -180,7 +157,7 @@ fn context_ranks_the_symbol_under_the_cursor_and_reads_unsaved_buffers() {
         "fn main() {\n    let t = tokenize(\"a b\");\n}\n",
     );
     let mut editor = start(&dir, json!({}));
-    symbols_until(&mut editor, "tokenize", |s| s.len() == 1);
+    editor.symbols_until("tokenize", |s| s.len() == 1);
 
     // The editor has an unsaved edit in the lexer: context shows the buffer, not the disk.
     let lexer_uri = file_uri(&dir.path().join("src/lexer.rs"));

@@ -9,7 +9,8 @@ use anyhow::{Context, bail};
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
         bail!(
-            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent` or `sandbox`"
+            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `load`, \
+             `recovery` or `sandbox`"
         );
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
@@ -19,6 +20,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "llm" => crate::bench_llm::run(&args[1..])?,
         "compaction" => crate::bench_compaction::run(&args[1..])?,
         "agent" => crate::bench_agent::run(&args[1..])?,
+        "load" => crate::bench_load::run(&args[1..])?,
+        "recovery" => crate::bench_recovery::run(&args[1..])?,
         "index" => match crate::bench_index::run(&args[1..])? {
             Some(body) => body,
             // Handed over to the release build, which recorded its section.
@@ -31,7 +34,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         other => {
             bail!(
                 "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction`, `agent` and `sandbox`"
+                 `compaction`, `agent`, `load`, `recovery` and `sandbox`"
             )
         }
     };
@@ -73,6 +76,20 @@ pub fn record(name: &str, command: &str, body: &str) -> anyhow::Result<()> {
     };
     std::fs::write(&path, updated)?;
     println!("recorded in {}", path.display());
+    Ok(())
+}
+
+/// Builds the debug `wright` the end-to-end benches drive over stdio (the binary
+/// `wright_tests::wright_bin` finds next to this task's).
+pub fn build_wright_debug() -> anyhow::Result<()> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "-p", "wright"])
+        .current_dir(crate::project_root())
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo build -p wright failed");
+    }
     Ok(())
 }
 

@@ -6,6 +6,8 @@ mod bench_compaction;
 mod bench_edit;
 mod bench_index;
 mod bench_llm;
+mod bench_load;
+mod bench_recovery;
 mod bench_retrieval;
 mod bench_sandbox;
 mod codegen;
@@ -39,6 +41,11 @@ tasks:
                    writes docs/benchmarks.md
   bench agent      the agent harness's overhead per step over a 100-step session on an
                    instant model, and its peak memory; writes docs/benchmarks.md
+  bench load       editor-request p99 with 1, 8 and 32 agent sessions running against
+                   none [--requests N]; writes docs/benchmarks.md
+  bench recovery   time from a restart after kill -9 to the first answer, the index
+                   and the resumed session, against a clean start [--trials N];
+                   writes docs/benchmarks.md
   bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
                    against bubblewrap [--runs N]; writes docs/benchmarks.md
   e2e nvim         wright.nvim's tests in a real Neovim, installed from PyPI into

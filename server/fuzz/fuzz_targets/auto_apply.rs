@@ -21,7 +21,9 @@ fuzz_target!(|data: &[u8]| {
     let mut applied = files.clone();
     match plan(&ops, &files) {
         Ok(planned) => {
-            applied.apply(&planned).expect("a fresh plan applies to the files it was made from");
+            applied
+                .apply(&planned)
+                .expect("a fresh plan applies to the files it was made from");
             let _ = wright::edit::gate::introduced_errors(&planned);
         }
         Err(_) => assert_eq!(applied, files),

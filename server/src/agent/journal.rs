@@ -103,15 +103,24 @@ impl Journal {
         Ok(journal)
     }
 
-    /// Opens an existing journal to append to it.
+    /// Opens an existing journal to append to it. A line a killed process left cut is
+    /// dropped first (or, whole but for its newline, ended): appended after it, the next line
+    /// would be glued to it and lost with it, since reading stops at the first line that does
+    /// not parse.
     pub fn reopen(path: &Path) -> Result<Self, JournalError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|source| JournalError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+        let io = |source| JournalError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let bytes = std::fs::read(path).map_err(io)?;
+        let whole = whole_lines_len(&bytes);
+        let mut file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        let tail = &bytes[whole as usize..];
+        if serde_json::from_slice::<Line>(tail).is_ok() {
+            file.write_all(b"\n").map_err(io)?;
+        } else if !tail.is_empty() {
+            file.set_len(whole).map_err(io)?;
+        }
         Ok(Self {
             path: path.to_owned(),
             file,
@@ -171,16 +180,18 @@ impl Recorded {
         };
         let reader = BufReader::new(File::open(path).map_err(io)?);
         let mut lines = Vec::new();
-        for line in reader.lines() {
+        // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
+        // must end the reading like any other cut line rather than fail it.
+        for line in reader.split(b'\n') {
             let line = line.map_err(io)?;
             // Lines are written by serde with the tag first, so a prefix tells their kind.
             if !history
-                && (line.starts_with(r#"{"kind":"message""#)
-                    || line.starts_with(r#"{"kind":"rewrite""#))
+                && (line.starts_with(br#"{"kind":"message""#)
+                    || line.starts_with(br#"{"kind":"rewrite""#))
             {
                 continue;
             }
-            match serde_json::from_str::<Line>(&line) {
+            match serde_json::from_slice::<Line>(&line) {
                 Ok(parsed) => lines.push(parsed),
                 // The last line of a killed process may be cut; nothing after it was written.
                 Err(_) => break,
@@ -281,6 +292,14 @@ impl Recorded {
         }
         messages
     }
+}
+
+/// The length of `bytes` up to the end of its last whole (newline-terminated) line.
+fn whole_lines_len(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at as u64 + 1)
 }
 
 /// A new session's starting history (its task message) and its journal, begun with the
@@ -417,6 +436,68 @@ mod tests {
             Recorded::find(&dir, "../t-1"),
             Err(JournalError::Unknown { .. })
         ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Whatever byte a crash cut the journal at, it reads back to its last whole line, and a
+    /// resumed session's lines appended after the cut read back too.
+    #[test]
+    fn a_journal_cut_at_any_byte_reads_back_and_resumes_with_its_new_lines() {
+        let dir = std::env::temp_dir().join(format!("wright-journal-cut-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let start = Line::Start {
+            session_id: "t-2".into(),
+            task: "naïve ünïcode 日本".into(),
+            root: "/ws".into(),
+            model: "openai/x".into(),
+            started_at: 7,
+        };
+        let mut journal = Journal::create(&dir, &start).unwrap();
+        for text in ["Task: ☃ first", "second 😀", "third"] {
+            journal
+                .append(&Line::Message {
+                    message: Message::User(text.into()),
+                })
+                .unwrap();
+        }
+        let path = journal.path().to_owned();
+        drop(journal);
+        let full = std::fs::read(&path).unwrap();
+        let ends: Vec<usize> = full
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(at, _)| at + 1)
+            .collect();
+        for cut in 0..full.len() {
+            std::fs::write(&path, &full[..cut]).unwrap();
+            // A line whose newline alone is missing is whole.
+            let whole = ends.iter().filter(|&&end| end - 1 <= cut).count();
+            let read = Recorded::read(&path);
+            if whole == 0 {
+                assert!(
+                    matches!(read, Err(JournalError::Damaged { .. })),
+                    "cut at {cut}"
+                );
+                continue;
+            }
+            let recorded = read.unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            assert_eq!(recorded.messages.len(), whole - 1, "cut at {cut}");
+            let mut journal = Journal::reopen(&path).unwrap();
+            journal.append(&Line::Resumed { at: 8 }).unwrap();
+            journal
+                .append(&Line::Message {
+                    message: Message::User("after the crash".into()),
+                })
+                .unwrap();
+            let recorded = Recorded::read(&path).unwrap();
+            assert_eq!(recorded.messages.len(), whole, "cut at {cut}");
+            assert_eq!(
+                recorded.messages.last(),
+                Some(&Message::User("after the crash".into())),
+                "cut at {cut}"
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -163,7 +163,7 @@ impl DiskFiles {
             };
             let target = self.target(path);
             let restored = match &file.before {
-                Some(before) => fs::write(&target, &before.text),
+                Some(before) => restore(&target, before.text.as_bytes()),
                 None => fs::remove_file(&target),
             };
             if let Err(err) = restored {
@@ -171,6 +171,21 @@ impl DiskFiles {
             }
         }
     }
+}
+
+/// Puts `text` back at `target` through a temporary file and a rename, as the edit itself
+/// was written: a crash during a rollback leaves the edited file or the original, never half
+/// of one.
+fn restore(target: &Path, text: &[u8]) -> io::Result<()> {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let temp = target.with_file_name(format!(".{name}.wright-{}-restore.tmp", std::process::id()));
+    fs::write(&temp, text)?;
+    if let Ok(metadata) = fs::metadata(target) {
+        fs::set_permissions(&temp, metadata.permissions())?;
+    }
+    fs::rename(&temp, target).inspect_err(|_| {
+        let _ = fs::remove_file(&temp);
+    })
 }
 
 /// Removes temporaries left behind and the directories the plan created (if empty again).

@@ -69,7 +69,8 @@ impl Decoder {
                 let drop = header_len + body_len.min(available);
                 self.buffer.drain(..drop);
                 Some(Frame::Skipped {
-                    bytes: header_len + body_len,
+                    // A declared length near `usize::MAX` is garbage, not a reason to panic.
+                    bytes: header_len.saturating_add(body_len),
                     reason: format!(
                         "message of {body_len} bytes is over the {MAX_MESSAGE_BYTES}-byte limit"
                     ),
@@ -303,5 +304,18 @@ mod tests {
         decoder.extend(&encode(b"{}"));
         assert_eq!(decoder.next_frame(), Some(message("{}")));
         assert!(decoder.buffer.is_empty());
+    }
+
+    /// Found by the `framing` fuzz target: a `Content-Length` of `usize::MAX` overflowed the
+    /// count of skipped bytes (a panic in a debug build, a wrong count in a release one).
+    #[test]
+    fn a_content_length_of_usize_max_is_skipped_without_overflow() {
+        let header = format!("Content-Length: {}\r\n\r\n", usize::MAX);
+        let frames = decode_all(&[header.as_bytes(), b"{}"]);
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert!(
+            matches!(&frames[0], Frame::Skipped { bytes, .. } if *bytes == usize::MAX),
+            "{frames:?}"
+        );
     }
 }

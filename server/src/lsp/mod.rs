@@ -6,7 +6,7 @@
 
 mod agent;
 mod convert;
-mod framing;
+pub mod framing;
 mod indexing;
 mod server;
 mod transport;

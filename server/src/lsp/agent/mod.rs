@@ -81,6 +81,64 @@ pub struct Start {
     pub announce: bool,
 }
 
+/// What a session's first request needs that takes time to make: the system prompt (the
+/// `AGENTS.md` files), the task message with its retrieved context, the journal.
+struct Opening {
+    index: Option<Arc<crate::index::Index>>,
+    buffers: Arc<Mutex<Buffers>>,
+    focus: agent::prompt::EditorFocus,
+    data_dir: PathBuf,
+    root: PathBuf,
+    id: String,
+    task: String,
+    model: String,
+}
+
+type Resumed = (
+    agent::journal::Recorded,
+    Vec<crate::llm::Message>,
+    agent::journal::Journal,
+);
+
+impl Opening {
+    /// The system prompt, the history to start from and the journal: a resumed session's
+    /// own, or a new session's task message (with retrieved context) and new journal.
+    fn open(
+        self,
+        resumed: Option<Resumed>,
+    ) -> (
+        String,
+        Vec<crate::llm::Message>,
+        Option<agent::journal::Journal>,
+    ) {
+        let system = agent::prompt::system_prompt(&self.root);
+        if let Some((_, history, journal)) = resumed {
+            return (system, history, Some(journal));
+        }
+        let context = self.index.as_deref().map(|index| {
+            crate::retrieval::retrieve(
+                index,
+                &LiveBuffers(Arc::clone(&self.buffers)),
+                &crate::retrieval::Query {
+                    text: self.task.clone(),
+                    budget: 4000,
+                    current_file: self.focus.path.clone(),
+                    ..crate::retrieval::Query::default()
+                },
+            )
+        });
+        let (history, journal) = agent::journal::begin(
+            &self.data_dir,
+            &self.root,
+            &self.id,
+            &self.task,
+            &self.model,
+            agent::prompt::task_message(&self.task, &self.focus, context.as_ref()),
+        );
+        (system, history, journal)
+    }
+}
+
 impl Agents {
     /// Starts a session on `task`, or (`resume`) takes up an interrupted one from its
     /// journal, with its task and model; its id at once, the work in the background.
@@ -154,46 +212,42 @@ impl Agents {
             .unwrap_or_else(|e| e.into_inner())
             .push(Arc::clone(&entry));
 
-        let (history, journal) = match resumed {
-            Some((_, history, journal)) => (history, Some(journal)),
-            None => {
-                let context = start.index.as_deref().map(|index| {
-                    crate::retrieval::retrieve(
-                        index,
-                        &LiveBuffers(Arc::clone(&start.buffers)),
-                        &crate::retrieval::Query {
-                            text: task.clone(),
-                            budget: 4000,
-                            current_file: start.focus.path.clone(),
-                            ..crate::retrieval::Query::default()
-                        },
-                    )
-                });
-                agent::journal::begin(
-                    &start.data_dir,
-                    &start.root,
-                    &id,
-                    &task,
-                    &models.decision.model.to_string(),
-                    agent::prompt::task_message(&task, &start.focus, context.as_ref()),
-                )
-            }
-        };
         let _ = events.send(models.event());
-        let mut session = Session::new(agent::Setup {
+        // Retrieval for the task message (token counting, the repository map) and the
+        // journal's first lines take from milliseconds to seconds: they run on a blocking
+        // thread inside the session's task, so `agentRun` answers at once and the runtime's
+        // workers stay free for the editor's requests.
+        let opening = Opening {
+            index: start.index.clone(),
+            buffers: Arc::clone(&start.buffers),
+            focus: start.focus.clone(),
+            data_dir: start.data_dir.clone(),
+            root: start.root.clone(),
             id: id.clone(),
-            model: models.task,
-            summary_model: models.summary,
-            compaction: crate::compaction::Settings::from_config(&start.config),
-            tools,
-            system: agent::prompt::system_prompt(&start.root),
-            history,
-            journal,
-            limits: Limits::default(),
-            events,
-            tool_events: Some(tool_inbox),
-        });
+            task: task.clone(),
+            model: models.decision.model.to_string(),
+        };
+        let compaction = crate::compaction::Settings::from_config(&start.config);
+        let session_id = id.clone();
         tokio::spawn(async move {
+            let opened = tokio::task::spawn_blocking(move || opening.open(resumed)).await;
+            let Ok((system, history, journal)) = opened else {
+                tracing::error!("session {session_id}: preparing its first request panicked");
+                return;
+            };
+            let mut session = Session::new(agent::Setup {
+                id: session_id,
+                model: models.task,
+                summary_model: models.summary,
+                compaction,
+                tools,
+                system,
+                history,
+                journal,
+                limits: Limits::default(),
+                events,
+                tool_events: Some(tool_inbox),
+            });
             let _ = session.run().await;
             drop(session);
             // The session's snapshot layer goes back to the pool once nothing uses it.
