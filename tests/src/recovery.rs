@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::provider::{Dialect, Reply, ScriptedProvider, Turn};
-use crate::session::{agent_spawn, finished, parse_journal, start_agent_server, versioned_edits};
+use crate::session::{
+    agent_spawn, finished, parse_journal, server_writes_unopened_files, start_agent_server,
+};
 use crate::{Editor, TempDir};
 
 pub const A_BEFORE: &str = "pub fn alpha() -> i32 {\n    1\n}\n";
@@ -107,7 +109,10 @@ impl Scenario {
     }
 
     pub fn start(&self) -> Editor {
-        start_agent_server(&agent_spawn(&self.dir, &self.provider), versioned_edits())
+        start_agent_server(
+            &agent_spawn(&self.dir, &self.provider),
+            server_writes_unopened_files(),
+        )
     }
 
     /// Waits for `events` of the session's events (or its end, if sooner), then kills the

@@ -19,6 +19,12 @@ pub fn versioned_edits() -> Value {
     json!({"workspace": {"workspaceEdit": {"documentChanges": true}}})
 }
 
+/// The capabilities of a client that takes no `documentChanges`: the server writes the files
+/// it has not opened on disk itself, atomically — what the crash and load tests watch.
+pub fn server_writes_unopened_files() -> Value {
+    json!({})
+}
+
 /// How to start the server on `<dir>/ws` with the scripted provider as its model and its
 /// cache and data under `dir` (so a restarted server finds the same journals and index).
 pub fn agent_spawn(dir: &TempDir, provider: &ScriptedProvider) -> Spawn {

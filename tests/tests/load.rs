@@ -7,7 +7,7 @@
 use serde_json::json;
 use wright_tests::provider::{Dialect, Reply, Turn};
 use wright_tests::session::{
-    agent_spawn, finished_event, journal, start_agent_server, versioned_edits,
+    agent_spawn, finished_event, journal, server_writes_unopened_files, start_agent_server,
 };
 use wright_tests::{TempDir, file_uri};
 
@@ -46,7 +46,10 @@ fn thirty_two_concurrent_sessions_all_finish_with_their_own_results() {
             Reply::stream(Dialect::OpenAi, &Turn::text(&[&format!("Set {n:02}.")])),
         );
     }
-    let mut editor = start_agent_server(&agent_spawn(&dir, &provider), versioned_edits());
+    let mut editor = start_agent_server(
+        &agent_spawn(&dir, &provider),
+        server_writes_unopened_files(),
+    );
     let typed_uri = file_uri(&dir.path().join("ws/src/typed.rs"));
     editor.open(&typed_uri, "rust", 1, "");
 

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
-use wright_tests::session::{agent_spawn, finished_event, start_agent_server, versioned_edits};
+use wright_tests::session::{
+    agent_spawn, finished_event, server_writes_unopened_files, start_agent_server,
+};
 use wright_tests::{TempDir, file_uri};
 
 const LOADS: [usize; 4] = [0, 1, 8, 32];
@@ -60,7 +62,10 @@ fn measure(sessions: usize, requests: usize) -> anyhow::Result<Run> {
     std::fs::write(ws.join("src/typed.rs"), "")?;
     let provider = ScriptedProvider::start();
     script(&provider, sessions);
-    let mut editor = start_agent_server(&agent_spawn(&dir, &provider), versioned_edits());
+    let mut editor = start_agent_server(
+        &agent_spawn(&dir, &provider),
+        server_writes_unopened_files(),
+    );
     let uri = file_uri(&ws.join("src/typed.rs"));
     editor.open(&uri, "rust", 1, "");
     // Measure once the index is up, in every run alike.
