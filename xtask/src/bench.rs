@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
         bail!(
-            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent` or `sandbox`"
+            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `local` or `sandbox`"
         );
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
@@ -19,6 +19,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "llm" => crate::bench_llm::run(&args[1..])?,
         "compaction" => crate::bench_compaction::run(&args[1..])?,
         "agent" => crate::bench_agent::run(&args[1..])?,
+        "local" => crate::bench_local::run(&args[1..])?,
         "index" => match crate::bench_index::run(&args[1..])? {
             Some(body) => body,
             // Handed over to the release build, which recorded its section.
@@ -31,7 +32,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         other => {
             bail!(
                 "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction`, `agent` and `sandbox`"
+                 `compaction`, `agent`, `local` and `sandbox`"
             )
         }
     };

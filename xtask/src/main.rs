@@ -6,6 +6,7 @@ mod bench_compaction;
 mod bench_edit;
 mod bench_index;
 mod bench_llm;
+mod bench_local;
 mod bench_retrieval;
 mod bench_sandbox;
 mod codegen;

@@ -355,7 +355,10 @@ mod tests {
             ..Request::default()
         };
         let text = render(&request);
-        assert!(text.starts_with("<|im_start|>system\nBe brief.\n\n# Tools"), "{text}");
+        assert!(
+            text.starts_with("<|im_start|>system\nBe brief.\n\n# Tools"),
+            "{text}"
+        );
         assert!(text.contains(r#""name":"read_file""#), "{text}");
         assert!(text.contains(
             "<|im_start|>assistant\nReading.\n<tool_call>\n{\"name\": \"read_file\", \

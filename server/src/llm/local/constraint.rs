@@ -133,7 +133,11 @@ impl<'t> CallGrammar<'t> {
                         return Some(Part::NameEnd);
                     }
                     self.name.push(byte);
-                    if !self.tools.iter().any(|t| t.as_bytes().starts_with(&self.name)) {
+                    if !self
+                        .tools
+                        .iter()
+                        .any(|t| t.as_bytes().starts_with(&self.name))
+                    {
                         return None;
                     }
                     return Some(Part::Name);
@@ -186,9 +190,15 @@ enum State {
     Colon,
     /// After a value: `,` or the container's close.
     After,
-    String { key: bool, escape: Escape },
+    String {
+        key: bool,
+        escape: Escape,
+    },
     Number(Number),
-    Word { word: &'static [u8], at: usize },
+    Word {
+        word: &'static [u8],
+        at: usize,
+    },
     Done,
 }
 
@@ -476,7 +486,10 @@ break"}"#,
         ] {
             assert!(!json_accepts(text), "{text}");
         }
-        assert!(!json_accepts(&format!("{{{}", " ".repeat(MAX_JSON_SPACE + 1))));
+        assert!(!json_accepts(&format!(
+            "{{{}",
+            " ".repeat(MAX_JSON_SPACE + 1)
+        )));
         assert!(!json_accepts(&format!("{{\"a\":{}", "[".repeat(MAX_DEPTH))));
     }
 

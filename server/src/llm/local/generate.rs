@@ -129,6 +129,7 @@ pub fn generate(
     let decoding = Instant::now();
 
     let mut drafter = Drafter::new(source);
+    let mut pacing = Pacing::new(speculation.map_or(0, |s| s.max_draft));
     let mut history: Vec<u32> = prompt.to_vec();
     let mut next: Option<u32> = None;
     loop {
@@ -143,7 +144,14 @@ pub fn generate(
             Some(token) => token,
             None => policy.choose(&logits)?,
         };
-        if emit(policy, &mut drafter, &mut history, &mut stats, prompt.len(), token)? == Flow::Stop
+        if emit(
+            policy,
+            &mut drafter,
+            &mut history,
+            &mut stats,
+            prompt.len(),
+            token,
+        )? == Flow::Stop
         {
             break;
         }
@@ -154,7 +162,7 @@ pub fn generate(
         // The draft never runs past the token budget nor the context window.
         let room = (max_new - stats.generated).min(context - session.cache.len() - 1);
         let draft = match speculation {
-            Some(settings) => drafter.draft(&history, settings, room),
+            Some(settings) => drafter.draft(&history, settings, room.min(pacing.length())),
             None => Vec::new(),
         };
         let base = session.cache.len();
@@ -173,14 +181,21 @@ pub fn generate(
                 break;
             }
             kept += 1;
-            if emit(policy, &mut drafter, &mut history, &mut stats, prompt.len(), choice)?
-                == Flow::Stop
+            if emit(
+                policy,
+                &mut drafter,
+                &mut history,
+                &mut stats,
+                prompt.len(),
+                choice,
+            )? == Flow::Stop
             {
                 stop = true;
                 break;
             }
         }
         stats.accepted += kept;
+        pacing.update(draft.len(), kept);
         session.cache.truncate(base + 1 + kept);
         session.tokens.truncate(base);
         session.tokens.extend_from_slice(&batch[..1 + kept]);
@@ -193,6 +208,54 @@ pub fn generate(
     }
     stats.decode = decoding.elapsed();
     Ok(stats)
+}
+
+/// How long the next draft may be. Verifying a draft row costs a forward pass's compute for
+/// that row (on a CPU a small model is compute-bound, so rows are not free), so drafts grow
+/// while they are accepted and shrink when they are not; after a rejected one-token draft,
+/// drafting pauses for a few tokens. This changes only speed, never the output.
+struct Pacing {
+    max: usize,
+    length: usize,
+    /// Tokens to decode without drafting.
+    pause: usize,
+}
+
+/// Tokens decoded without drafts after a rejected one-token draft.
+const DRAFT_PAUSE: usize = 8;
+
+impl Pacing {
+    fn new(max: usize) -> Self {
+        Self {
+            max,
+            length: max.min(4),
+            pause: 0,
+        }
+    }
+
+    fn length(&mut self) -> usize {
+        if self.pause > 0 {
+            self.pause -= 1;
+            return 0;
+        }
+        self.length
+    }
+
+    fn update(&mut self, drafted: usize, kept: usize) {
+        if drafted == 0 {
+            return;
+        }
+        if kept == drafted {
+            self.length = (self.length * 2).min(self.max);
+        } else if kept == 0 {
+            if self.length == 1 {
+                self.pause = DRAFT_PAUSE;
+            }
+            self.length = (self.length / 2).max(1);
+        } else {
+            self.length = kept.clamp(1, self.max);
+        }
+    }
 }
 
 /// Hands one token to the policy and the drafter, and watches for a model stuck in a loop.
@@ -301,6 +364,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn drafts_grow_while_accepted_and_pause_after_rejections() {
+        let mut pacing = Pacing::new(16);
+        assert_eq!(pacing.length(), 4);
+        pacing.update(4, 4);
+        assert_eq!(pacing.length(), 8);
+        pacing.update(8, 8);
+        pacing.update(16, 16);
+        assert_eq!(pacing.length(), 16);
+        pacing.update(16, 3);
+        assert_eq!(pacing.length(), 3);
+        pacing.update(3, 0);
+        pacing.update(1, 0);
+        assert_eq!(pacing.length(), 1);
+        pacing.update(1, 0);
+        assert_eq!((0..DRAFT_PAUSE).map(|_| pacing.length()).sum::<usize>(), 0);
+        assert_eq!(pacing.length(), 1);
+        let mut off = Pacing::new(0);
+        assert_eq!(off.length(), 0);
+    }
+
+    #[test]
     fn a_long_cycle_is_a_loop_but_varied_text_is_not() {
         let cycle: Vec<u32> = (0..LOOP_SPAN + 40).map(|i| (i % 7) as u32).collect();
         assert_eq!(looping(&cycle), Some(7));
@@ -318,7 +402,10 @@ mod tests {
             max_ngram: 3,
         };
         let mut history = vec![1, 2, 100, 101];
-        assert_eq!(drafter.draft(&history, settings, 10), vec![102, 103, 104, 105]);
+        assert_eq!(
+            drafter.draft(&history, settings, 10),
+            vec![102, 103, 104, 105]
+        );
         for t in [102, 103] {
             drafter.observe(t);
             history.push(t);
@@ -329,7 +416,13 @@ mod tests {
             drafter.observe(t);
             history.push(t);
         }
-        assert_eq!(drafter.draft(&history, settings, 10), vec![112, 113, 114, 115]);
-        assert_eq!(Drafter::new(&source).draft(&[5, 6], settings, 10), Vec::<u32>::new());
+        assert_eq!(
+            drafter.draft(&history, settings, 10),
+            vec![112, 113, 114, 115]
+        );
+        assert_eq!(
+            Drafter::new(&source).draft(&[5, 6], settings, 10),
+            Vec::<u32>::new()
+        );
     }
 }

@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 use candle_core::quantized::gguf_file;
 use tokio::sync::mpsc;
 
+use super::ChatModel;
 use super::error::{ErrorKind, LlmError};
 use super::transport::EventStream;
 use super::types::{Event, FinishReason, ModelId, Request, Usage};
-use super::ChatModel;
 use crate::config::Config;
 use generate::{Session, Speculation, Stats};
 use model::{Model, WeightFormat};
@@ -105,7 +105,12 @@ pub fn find_in_prefix(prefix: &Path) -> Option<PathBuf> {
     pythons.into_iter().find_map(|python| {
         ["site-packages", "dist-packages"]
             .iter()
-            .map(|dir| python.join(dir).join(EMBEDDED_PACKAGE_DIR).join(EMBEDDED_FILE))
+            .map(|dir| {
+                python
+                    .join(dir)
+                    .join(EMBEDDED_PACKAGE_DIR)
+                    .join(EMBEDDED_FILE)
+            })
             .find(|file| file.is_file())
     })
 }
@@ -175,7 +180,9 @@ impl Settings {
             _ => Some(Speculation {
                 max_draft: config
                     .get_u64("providers.local.max_draft")
-                    .map_or(Speculation::default().max_draft, |n| n.clamp(1, 64) as usize),
+                    .map_or(Speculation::default().max_draft, |n| {
+                        n.clamp(1, 64) as usize
+                    }),
                 ..Speculation::default()
             }),
         };
@@ -294,7 +301,9 @@ struct Engine {
 
 impl Engine {
     fn shared(path: &Path, weights: WeightFormat) -> Arc<Engine> {
-        static ENGINES: OnceLock<Mutex<HashMap<(PathBuf, bool), Arc<Engine>>>> = OnceLock::new();
+        /// Keyed by file and whether its weights are re-quantised.
+        type Engines = Mutex<HashMap<(PathBuf, bool), Arc<Engine>>>;
+        static ENGINES: OnceLock<Engines> = OnceLock::new();
         let key = (path.to_owned(), weights == WeightFormat::Q8);
         let mut engines = ENGINES
             .get_or_init(Default::default)

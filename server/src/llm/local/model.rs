@@ -214,10 +214,7 @@ impl Model {
                 QMatMul::from_qtensor(read(&full)?).map_err(err("weights"))
             };
             layers.push(Layer {
-                attn_norm: dense(
-                    read(&format!("blk.{i}.attn_norm.weight"))?,
-                    "attn_norm",
-                )?,
+                attn_norm: dense(read(&format!("blk.{i}.attn_norm.weight"))?, "attn_norm")?,
                 wq: q("attn_q", &mut read)?,
                 wk: q("attn_k", &mut read)?,
                 wv: q("attn_v", &mut read)?,
@@ -231,7 +228,11 @@ impl Model {
 
         let half = config.head_dim / 2;
         let inverse: Vec<f32> = (0..half)
-            .map(|i| 1.0 / config.rope_base.powf(2.0 * i as f32 / config.head_dim as f32))
+            .map(|i| {
+                1.0 / config
+                    .rope_base
+                    .powf(2.0 * i as f32 / config.head_dim as f32)
+            })
             .collect();
         let positions = config.context_length;
         let mut cos = Vec::with_capacity(positions * half);
@@ -243,7 +244,8 @@ impl Model {
                 sin.push(angle.sin());
             }
         }
-        let table = |v: Vec<f32>| Tensor::from_vec(v, (positions, half), &device).map_err(err("rope"));
+        let table =
+            |v: Vec<f32>| Tensor::from_vec(v, (positions, half), &device).map_err(err("rope"));
         Ok(Self {
             config: Config {
                 vocab_size,
@@ -290,7 +292,9 @@ impl Model {
         if needed <= cache.capacity {
             return Ok(());
         }
-        let capacity = (cache.capacity * 2).max(needed).min(self.config.context_length);
+        let capacity = (cache.capacity * 2)
+            .max(needed)
+            .min(self.config.context_length);
         let mut bigger = self.new_cache(capacity)?;
         for ((k, v), (new_k, new_v)) in cache.layers.iter().zip(&bigger.layers) {
             let keep = |t: &Tensor| t.narrow(1, 0, cache.len)?.contiguous();
@@ -363,8 +367,14 @@ impl Model {
         let m = tokens.len();
         let ids = Tensor::new(tokens, &Device::Cpu)?;
         let mut x = self.embedding.embedding(&ids)?;
-        let cos = self.cos.narrow(0, offset, m)?.reshape((m, 1, c.head_dim / 2, 1))?;
-        let sin = self.sin.narrow(0, offset, m)?.reshape((m, 1, c.head_dim / 2, 1))?;
+        let cos = self
+            .cos
+            .narrow(0, offset, m)?
+            .reshape((m, 1, c.head_dim / 2, 1))?;
+        let sin = self
+            .sin
+            .narrow(0, offset, m)?
+            .reshape((m, 1, c.head_dim / 2, 1))?;
         let groups = c.heads / c.kv_heads;
         for (layer, (k_cache, v_cache)) in self.layers.iter().zip(&cache.layers) {
             let h = rms_norm(&x, &layer.attn_norm, c.norm_eps)?;
@@ -427,7 +437,11 @@ impl Model {
             let up = layer.w_up.forward(&h)?;
             x = (x + layer.w_down.forward(&(gate * up)?)?)?;
         }
-        let x = if all_logits { x } else { x.narrow(0, m - 1, 1)? };
+        let x = if all_logits {
+            x
+        } else {
+            x.narrow(0, m - 1, 1)?
+        };
         let x = rms_norm(&x, &self.final_norm, c.norm_eps)?;
         self.output.forward(&x)?.to_vec2::<f32>()
     }

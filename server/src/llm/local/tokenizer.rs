@@ -43,7 +43,10 @@ fn unicode_to_byte() -> HashMap<char, u8> {
             next += 1;
             next - 1
         };
-        map.insert(char::from_u32(c).expect("GPT-2 byte characters are valid"), b as u8);
+        map.insert(
+            char::from_u32(c).expect("GPT-2 byte characters are valid"),
+            b as u8,
+        );
     }
     map
 }
@@ -60,12 +63,10 @@ fn strings(content: &gguf_file::Content, key: &str) -> Result<Vec<String>, Local
     array
         .iter()
         .map(|v| {
-            v.to_string()
-                .cloned()
-                .map_err(|source| LocalError::Candle {
-                    context: key.to_owned(),
-                    source,
-                })
+            v.to_string().cloned().map_err(|source| LocalError::Candle {
+                context: key.to_owned(),
+                source,
+            })
         })
         .collect()
 }
@@ -116,7 +117,9 @@ impl Tokenizer {
             .map(|line| {
                 line.split_once(' ')
                     .map(|(a, b)| (a.to_owned(), b.to_owned()))
-                    .ok_or_else(|| LocalError::Format(format!("a BPE merge without a space: {line:?}")))
+                    .ok_or_else(|| {
+                        LocalError::Format(format!("a BPE merge without a space: {line:?}"))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let bpe = BPE::builder()
@@ -222,9 +225,8 @@ impl Utf8Stream {
             }
         };
         let rest = self.pending.split_off(valid);
-        let text = String::from_utf8(std::mem::replace(&mut self.pending, rest))
-            .expect("checked to be UTF-8 above");
-        text
+        String::from_utf8(std::mem::replace(&mut self.pending, rest))
+            .expect("checked to be UTF-8 above")
     }
 
     /// What is left at the end of the stream.
