@@ -375,7 +375,6 @@ mod tests {
         pacing.update(16, 3);
         assert_eq!(pacing.length(), 3);
         pacing.update(3, 0);
-        pacing.update(1, 0);
         assert_eq!(pacing.length(), 1);
         pacing.update(1, 0);
         assert_eq!((0..DRAFT_PAUSE).map(|_| pacing.length()).sum::<usize>(), 0);
