@@ -283,3 +283,61 @@ fn a_listener_that_goes_away_stops_the_generation() {
         session.tokens.len()
     );
 }
+
+/// The decoder in a tool call, on the real tokenizer, with logits that favour the end-of-turn
+/// token above all and then the tokens of a valid call: the end of turn is refused until the
+/// call is complete, and the call streams as events.
+#[test]
+fn inside_a_tool_call_only_tokens_that_keep_it_valid_are_chosen() {
+    use wright::llm::local::chat::ChatDecoder;
+    use wright::llm::local::generate::{Flow, Policy};
+
+    let model = require_model!();
+    let tokenizer = &model.tokenizer;
+    let tools = vec!["read_file".to_owned(), "grep".to_owned()];
+    let mut events = Vec::new();
+    let mut emit = |event: Event| {
+        events.push(event);
+        true
+    };
+    let mut decoder = ChatDecoder::new(tokenizer, &tools, &mut emit);
+    for token in tokenizer.encode("Let me look.\n<tool_call>\n").unwrap() {
+        assert_eq!(decoder.accept(token).unwrap(), Flow::Continue);
+    }
+    assert!(decoder.in_call());
+    let target = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.rs\"}}\n</tool_call>";
+    let end_of_turn = tokenizer.id("<|im_end|>").unwrap();
+    let mut written = String::new();
+    for _ in 0..100 {
+        if !decoder.in_call() {
+            break;
+        }
+        let mut logits = vec![0.0f32; tokenizer.vocab_size()];
+        logits[end_of_turn as usize] = 10.0;
+        let next = tokenizer.encode(&target[written.len()..]).unwrap()[0];
+        logits[next as usize] = 5.0;
+        let chosen = decoder.choose(&logits).unwrap();
+        assert_ne!(chosen, end_of_turn, "the turn cannot end inside a call");
+        written.push_str(&tokenizer.decode(&[chosen]));
+        decoder.accept(chosen).unwrap();
+    }
+    assert!(!decoder.in_call(), "the call completed: {written:?}");
+    decoder.finish().unwrap();
+    drop(decoder);
+    assert_eq!(written, target);
+    assert_eq!(text_of(&events).trim_end(), "Let me look.");
+    let call = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolCallEnd { call, .. } => Some(call.clone()),
+            _ => None,
+        })
+        .expect("a ToolCallEnd event");
+    assert_eq!(call.name, "read_file");
+    assert_eq!(call.arguments, r#"{"path": "a.rs"}"#);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCallStart { name, .. } if name == "read_file"))
+    );
+}

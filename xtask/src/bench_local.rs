@@ -13,11 +13,17 @@ use wright::llm::local::model::WeightFormat;
 use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
 use wright::llm::{Event, Message, Request, Sampling};
 
-/// Real files of this repository, each with a function to rename.
+/// Real files (of this repository, and of Python's standard library when the machine has it),
+/// each with a function to rename.
 const REWRITES: &[(&str, &str, &str)] = &[
     ("server/src/llm/tokens.rs", "count", "count_tokens"),
     ("server/src/llm/sse.rs", "feed", "push_bytes"),
     ("server/src/llm/prompt.rs", "push", "append"),
+    (
+        "/usr/lib/python3.11/bisect.py",
+        "insort_right",
+        "insert_right",
+    ),
 ];
 
 fn model_path() -> anyhow::Result<PathBuf> {
@@ -77,19 +83,24 @@ fn tokens_per_second(stats: &Stats) -> f64 {
 }
 
 fn rewrite_request(path: &str, original: &str, from: &str, to: &str, max_tokens: u32) -> Request {
+    let fence = if path.ends_with(".py") {
+        "python"
+    } else {
+        "rust"
+    };
     Request {
         system: "You are a code editor. You output the complete updated file in one code block, \
                  identical to the original except for the requested edit."
             .into(),
         messages: vec![Message::User(format!(
-            "File `{path}`:\n```rust\n{original}```\n\nEdit: rename the function `{from}` to \
+            "File `{path}`:\n```{fence}\n{original}```\n\nEdit: rename the function `{from}` to \
              `{to}`. Output the complete updated file."
         ))],
         sampling: Sampling {
             temperature: None,
             max_tokens,
         },
-        prediction: Some(format!("```rust\n{original}```")),
+        prediction: Some(format!("```{fence}\n{original}```")),
         ..Request::default()
     }
 }
@@ -187,7 +198,9 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     let (mut plain_time, mut fast_time, mut total_tokens) = (0.0, 0.0, 0usize);
     let mut all_identical = true;
     for (file, from, to) in REWRITES {
-        let text = std::fs::read_to_string(crate::project_root().join(file))?;
+        let Ok(text) = std::fs::read_to_string(crate::project_root().join(file)) else {
+            continue;
+        };
         let original: String = text.lines().take(lines).map(|l| format!("{l}\n")).collect();
         let request = rewrite_request(file, &original, from, to, max_tokens);
         let (plain_text, plain) = run_one(&q8, &request, None)?;
