@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use wright::llm::local::generate::{Session, Speculation, Stats};
 use wright::llm::local::model::WeightFormat;
 use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
-use wright::llm::{Event, FinishReason, Message, Request, Sampling, ToolSchema};
+use wright::llm::{Event, FinishReason, Message, Request, Sampling};
 
 fn model_path() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("WRIGHT_LOCAL_MODEL") {
@@ -105,8 +105,9 @@ fn text_of(events: &[Event]) -> String {
         .collect()
 }
 
-/// A real source file: this crate's own Python example workspace would do as well; a small
-/// module of plain functions is what a 135M model reproduces faithfully.
+/// A small module of plain functions: what a 135M model reproduces faithfully enough for the
+/// drafts to be used (on this repository's own Rust files it tends to describe the file
+/// instead; `cargo xtask bench local` measures those too).
 const ORIGINAL: &str = "import math\n\n\ndef add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b\n\n\ndef sub(a, b):\n    \"\"\"Return the difference of a and b.\"\"\"\n    return a - b\n\n\ndef mul(a, b):\n    \"\"\"Return the product of a and b.\"\"\"\n    return a * b\n\n\ndef div(a, b):\n    \"\"\"Return the quotient of a and b.\"\"\"\n    if b == 0:\n        raise ZeroDivisionError(\"division by zero\")\n    return a / b\n\n\ndef hypot(a, b):\n    \"\"\"Return the length of the hypotenuse.\"\"\"\n    return math.sqrt(a * a + b * b)\n";
 
 /// A whole-file rewrite with one function renamed; the original is the prediction.
@@ -194,53 +195,6 @@ fn speculation_leaves_greedy_output_byte_identical_and_takes_fewer_passes() {
     assert!(
         fast_stats.forward_passes * 2 < plain_stats.forward_passes,
         "{fast_stats:?} vs {plain_stats:?}"
-    );
-}
-
-#[test]
-fn a_tool_call_is_valid_json_naming_a_real_tool() {
-    let model = require_model!();
-    let request = Request {
-        system: "You are a coding assistant. Use the tools.".into(),
-        tools: vec![ToolSchema {
-            name: "read_file".into(),
-            description: "Read a file of the workspace".into(),
-            parameters: serde_json::json!({
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"]
-            }),
-        }],
-        messages: vec![Message::User(
-            "Read the file src/main.rs. Call the read_file tool now.".into(),
-        )],
-        sampling: Sampling {
-            temperature: None,
-            max_tokens: 200,
-        },
-        ..Request::default()
-    };
-    let (events, _) = answer(&model, &request, Some(Speculation::default()));
-    let calls: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ToolCallEnd { call, .. } => Some(call.clone()),
-            _ => None,
-        })
-        .collect();
-    // A 135M model does not always decide to call; when it does, the call must be valid.
-    for call in &calls {
-        assert_eq!(call.name, "read_file");
-        call.parsed_arguments()
-            .expect("constrained arguments are a JSON object");
-    }
-    if !calls.is_empty() {
-        assert_eq!(events.last(), Some(&Event::Finish(FinishReason::ToolCalls)));
-    }
-    println!(
-        "{} call(s): {calls:?}; text {:?}",
-        calls.len(),
-        text_of(&events)
     );
 }
 
