@@ -190,7 +190,9 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     out.push_str(&format!(
         "Rewrites: the first {lines} lines of each file, one function renamed, the whole file \
          asked for, at most {max_tokens} tokens; the original is the prediction the drafts are \
-         copied from (as the agent passes it for whole-file rewrites).\n\n\
+         copied from (as the agent passes it for whole-file rewrites). Each mode runs twice, \
+         alternating, and its faster run counts; the forward-pass counts do not depend on the \
+         machine's load and are the steadier measure of what speculation saves.\n\n\
          | file | tokens out | plain tokens/s | speculative tokens/s | speed-up | forward passes \
          (plain / speculative) | draft tokens accepted | identical output |\n\
          |---|---:|---:|---:|---:|---:|---:|---|\n"
@@ -203,9 +205,20 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         };
         let original: String = text.lines().take(lines).map(|l| format!("{l}\n")).collect();
         let request = rewrite_request(file, &original, from, to, max_tokens);
-        let (plain_text, plain) = run_one(&q8, &request, None)?;
-        let (fast_text, fast) = run_one(&q8, &request, Some(Speculation::default()))?;
-        let identical = plain_text == fast_text;
+        // Each twice, alternating, the faster run of each kept: the machine is shared, and a
+        // burst of load during one run should not decide the ratio.
+        let (plain_text, mut plain) = run_one(&q8, &request, None)?;
+        let (fast_text, mut fast) = run_one(&q8, &request, Some(Speculation::default()))?;
+        let (plain_again, plain2) = run_one(&q8, &request, None)?;
+        let (fast_again, fast2) = run_one(&q8, &request, Some(Speculation::default()))?;
+        if plain2.decode < plain.decode {
+            plain = plain2;
+        }
+        if fast2.decode < fast.decode {
+            fast = fast2;
+        }
+        let identical =
+            plain_text == fast_text && plain_again == plain_text && fast_again == plain_text;
         all_identical &= identical;
         plain_time += plain.decode.as_secs_f64();
         fast_time += fast.decode.as_secs_f64();
