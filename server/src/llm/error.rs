@@ -110,6 +110,8 @@ pub enum ErrorKind {
     Protocol { detail: String },
     #[error("invalid configuration: {detail}")]
     Config { detail: String },
+    #[error("the local model failed: {detail}")]
+    Local { detail: String },
 }
 
 impl ErrorKind {

@@ -1,11 +1,14 @@
 //! Everything about talking to models: the provider-neutral chat interface ([`ChatModel`],
 //! [`Request`], [`Event`]), the OpenAI-compatible and Anthropic clients, retries and
 //! timeouts, the prompt builder that keeps prefixes cacheable, usage accounting, and token
-//! counting. The only code that talks to models, and the only place `reqwest` is used.
+//! counting, and the in-process `local` provider (GGUF models on the CPU, [`local`]). The only
+//! code that talks to models, and the only place `reqwest` is used.
 
 pub mod accounting;
 pub mod anthropic;
 pub mod error;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod openai;
 pub mod prompt;
 pub mod sse;
@@ -145,6 +148,19 @@ pub fn connect(config: &Config, model: &ModelId) -> Result<Arc<dyn ChatModel>, L
         )
     };
     Ok(match model.provider {
+        #[cfg(feature = "local")]
+        Provider::Local => Arc::new(local::LocalModel::connect(config, model)?),
+        #[cfg(not(feature = "local"))]
+        Provider::Local => {
+            return Err(LlmError::new(
+                model,
+                ErrorKind::Config {
+                    detail: "this wright was built without the `local` feature; rebuild with \
+                             default features to run GGUF models in process"
+                        .to_owned(),
+                },
+            ));
+        }
         Provider::OpenAi => {
             if key.is_none() && base_url.starts_with("https://api.openai.com") {
                 return Err(missing_key());

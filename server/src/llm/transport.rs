@@ -107,6 +107,13 @@ impl EventStream {
         Self { rx, task: None }
     }
 
+    /// The stream of events another producer sends (the local model's blocking thread):
+    /// dropping the stream closes the channel, which the producer sees as cancellation.
+    #[cfg_attr(not(feature = "local"), allow(dead_code))]
+    pub(crate) fn from_receiver(rx: mpsc::Receiver<Result<Event, LlmError>>) -> Self {
+        Self { rx, task: None }
+    }
+
     /// Reads the whole answer.
     pub async fn collect_response(mut self) -> Result<Response, LlmError> {
         let mut response = Response::default();

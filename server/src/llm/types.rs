@@ -16,6 +16,9 @@ pub enum Provider {
     /// Any OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, llama.cpp, vLLM, …).
     OpenAi,
     Anthropic,
+    /// A GGUF model run in process on the CPU (`local/<path.gguf>`, or `local/smollm2` for
+    /// the embedded default).
+    Local,
 }
 
 impl Provider {
@@ -23,6 +26,7 @@ impl Provider {
         match self {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
+            Self::Local => "local",
         }
     }
 
@@ -31,6 +35,8 @@ impl Provider {
         match self {
             Self::OpenAi => "OPENAI_API_KEY",
             Self::Anthropic => "ANTHROPIC_API_KEY",
+            // Never asked for: a local model has no key.
+            Self::Local => "no variable (local models need no key)",
         }
     }
 }
@@ -61,10 +67,12 @@ impl ModelId {
         let provider = match provider {
             "openai" => Provider::OpenAi,
             "anthropic" => Provider::Anthropic,
+            "local" => Provider::Local,
             other => {
                 return Err(format!(
                     "unknown provider {other:?} in {text:?}: use openai (any OpenAI-compatible \
-                     server, local ones included) or anthropic"
+                     server, local ones included), anthropic, or local (a GGUF file run in \
+                     process)"
                 ));
             }
         };

