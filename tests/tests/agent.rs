@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
 use wright_tests::session::{
-    agent_spawn, applies, apply_edit_request, finished, journal, start_agent_server,
+    agent_spawn, applies, apply_edit_request, finished, journal, run, start_agent_server,
     versioned_edits,
 };
 use wright_tests::{Editor, TempDir, file_uri};
@@ -144,8 +144,7 @@ fn a_refused_or_unconfirmed_edit_is_reported_to_the_model_and_nothing_is_lost() 
     let mut editor = start(&dir, &provider);
     let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
     editor.open(&uri, "rust", 1, LIB);
-    let run = editor.request("wright/agentRun", json!({"task": "fix add"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "fix add");
 
     // The user typed meanwhile: the editor refuses the stale version.
     let (id, _) = apply_edit_request(&mut editor);
@@ -249,8 +248,7 @@ fn cancelling_a_session_mid_stream_hangs_up_on_the_provider_at_once() {
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&words)).stall_after(3));
     let mut editor = start(&dir, &provider);
-    let run = editor.request("wright/agentRun", json!({"task": "talk"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "talk");
     editor.expect("the model's first words", |m| {
         m["method"] == "wright/agentEvent" && m["params"]["kind"] == "textDelta"
     });
@@ -288,8 +286,7 @@ fn a_session_of_a_killed_server_is_listed_as_interrupted_and_resumes() {
     ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
     let mut editor = start(&dir, &provider);
-    let run = editor.request("wright/agentRun", json!({"task": "look around"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "look around");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while provider.requests().len() < 2 {
         assert!(
@@ -440,8 +437,7 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
     );
     let uri = file_uri(&root.join("src/lib.rs"));
     editor.open(&uri, "rust", 1, "unsaved in the editor\n");
-    let run = editor.request("wright/agentRun", json!({"task": "build"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "build");
 
     let ask = editor.expect("a wright/requestApproval request", |m| {
         m["method"] == "wright/requestApproval" && m.get("id").is_some()
@@ -520,8 +516,7 @@ fn the_network_policy_comes_from_the_editor_settings_and_follows_their_changes()
             .unwrap()
     };
 
-    let run = editor.request("wright/agentRun", json!({"task": "connect"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "connect");
     assert_eq!(finished(&mut editor, &session)["status"], "done");
     let allowed = tool_result(1);
     assert!(allowed.contains("exit code 0"), "{allowed}");
@@ -544,8 +539,7 @@ fn the_network_policy_comes_from_the_editor_settings_and_follows_their_changes()
         .unwrap()
         .clone();
     assert_eq!(network["value"], "deny", "{network}");
-    let run = editor.request("wright/agentRun", json!({"task": "connect again"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "connect again");
     assert_eq!(finished(&mut editor, &session)["status"], "done");
     let denied = tool_result(3);
     assert!(denied.contains("sandbox.network = deny"), "{denied}");
@@ -658,8 +652,7 @@ fn undo_goes_back_to_a_checkpoint() {
     let mut editor = start(&dir, &provider);
     let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
     editor.open(&uri, "rust", 1, LIB);
-    let run = editor.request("wright/agentRun", json!({"task": "fix and rename add"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "fix and rename add");
     let first = LIB.replace("a - b", "a + b");
     let second = first.replace("pub fn add", "pub fn sum");
     // The editor applies each edit, with the change notification editors send.
@@ -863,8 +856,7 @@ fn files_the_editor_has_not_opened_change_through_its_operations_and_undo_revers
         }}}),
     );
     let mut buffers = Buffers::new();
-    let run = editor.request("wright/agentRun", json!({"task": "reshape the crate"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "reshape the crate");
 
     let request = apply_edit(&mut editor);
     assert_eq!(
@@ -953,8 +945,7 @@ fn a_client_without_resource_operations_gets_new_and_deleted_files_on_disk() {
     provider.push(Reply::stream(Dialect::OpenAi, &patch_turn()));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
     let mut editor = start(&dir, &provider);
-    let run = editor.request("wright/agentRun", json!({"task": "reshape the crate"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "reshape the crate");
     // The change to an existing file still goes to the editor; the rest the server writes.
     let request = apply_edit(&mut editor);
     assert_eq!(
@@ -993,8 +984,7 @@ fn an_unversioned_edit_the_editor_never_shows_is_not_redone() {
         &Turn::text(&["Told the user."]),
     ));
     let mut editor = start(&dir, &provider);
-    let run = editor.request("wright/agentRun", json!({"task": "fix add"}));
-    let session = run["sessionId"].as_str().unwrap().to_owned();
+    let session = run(&mut editor, "fix add");
     // The file is not open: the edit carries no version. This editor claims it applied it and
     // shows nothing, neither in a buffer nor on disk.
     let (id, change) = apply_edit_request(&mut editor);

@@ -511,10 +511,7 @@ impl EditorTarget {
         let renamed = |path: &Path| renames.values().any(|source| source.path == path);
         let mut operations = Vec::new();
         for file in files {
-            let on_disk = match self.disk.state(&file.path)? {
-                FileState::File(current) => Some(current.text),
-                _ => None,
-            };
+            let on_disk = self.disk_text(&file.path)?;
             if on_disk.as_ref() != file.before.as_ref().map(|b| &b.text) {
                 return Err(EditError::Stale {
                     path: file.path.clone(),
@@ -568,14 +565,19 @@ impl EditorTarget {
         Ok(operations)
     }
 
+    /// The text of `path` on disk; `None` when no file is there.
+    fn disk_text(&self, path: &Path) -> Result<Option<String>, EditError> {
+        Ok(match self.disk.state(path)? {
+            FileState::File(current) => Some(current.text),
+            _ => None,
+        })
+    }
+
     /// Whether the editor or the disk shows `file`'s result: an open buffer holding it, or,
     /// with no buffer open, the disk; a deleted file gone from the disk, its buffer (if the
     /// editor has not closed it yet) emptied.
     fn shows(&self, file: &FilePlan) -> bool {
-        let on_disk = || match self.disk.state(&file.path) {
-            Ok(FileState::File(current)) => Some(current.text),
-            _ => None,
-        };
+        let on_disk = || self.disk_text(&file.path).ok().flatten();
         match (self.open_document(&file.path), &file.after) {
             (Some((_, text)), Some(after)) => &text == after,
             (open, None) => open.is_none_or(|(_, text)| text.is_empty()) && on_disk().is_none(),
