@@ -362,7 +362,7 @@ fn cancel_stops_a_running_session() {
             Dialect::OpenAi,
             &Turn::text(&["Thinking", " about", " it", " at", " length"]),
         )
-        .stall_after(1),
+        .stall_after(2),
     );
     let Some(_run) = run_lua("cancel", &provider) else {
         return;

@@ -9,9 +9,11 @@ H.run(function()
   H.open('src/lib.rs')
   vim.cmd('Wright think for a long time')
   local ui = require('wright.ui')
-  H.wait('the session to start its first step', function()
+  -- The model's first words, not just the step's start: they prove the request reached the
+  -- provider, so the cancel below interrupts a running stream rather than a step not yet sent.
+  H.wait('the model to start streaming', function()
     local session = ui.current and ui.sessions[ui.current]
-    return session ~= nil and session.step >= 1
+    return session ~= nil and session.step >= 1 and session.text ~= ''
   end)
   local statusline = require('wright').statusline()
   H.truthy(statusline:find('wright: step 1', 1, true), 'the statusline while running: ' .. statusline)
