@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use wright::llm::local::generate::{Session, Speculation, Stats};
-use wright::llm::local::model::WeightFormat;
 use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
 use wright::llm::{Event, FinishReason, Message, Request, Sampling};
 
@@ -37,9 +36,7 @@ fn model() -> Option<Arc<Loaded>> {
                 );
                 return None;
             };
-            Some(Arc::new(
-                Loaded::load(&path, WeightFormat::Q8).expect("the model loads"),
-            ))
+            Some(Arc::new(Loaded::load(&path).expect("the model loads")))
         })
         .clone()
 }
@@ -175,6 +172,28 @@ fn the_model_answers_a_question_and_stops() {
 }
 
 #[test]
+fn a_pass_over_several_tokens_gives_each_the_logits_of_single_steps_bit_for_bit() {
+    let model = require_model!();
+    let prompt = model.tokenizer.encode(SOURCE).unwrap();
+    let (prompt, rest) = prompt.split_at(150);
+    let batch = &rest[..11];
+    let bits = |logits: &[f32]| logits.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let mut cache = model.model.new_cache(64).unwrap();
+    model.model.forward_prefill(&mut cache, prompt).unwrap();
+    // The cache starts small and grows during the prefill: its copy must keep every bit too.
+    let together = model.model.forward_rows(&mut cache, batch).unwrap();
+    cache.truncate(prompt.len());
+    for (i, &token) in batch.iter().enumerate() {
+        let alone = model.model.forward_rows(&mut cache, &[token]).unwrap();
+        assert_eq!(
+            bits(&alone[0]),
+            bits(&together[i]),
+            "token {i} of the batch"
+        );
+    }
+}
+
+#[test]
 fn speculation_leaves_greedy_output_byte_identical_and_takes_fewer_passes() {
     let model = require_model!();
     let request = rewrite_request(200);
@@ -184,6 +203,11 @@ fn speculation_leaves_greedy_output_byte_identical_and_takes_fewer_passes() {
     assert_eq!(fast, plain);
     assert_eq!(fast_stats.generated, plain_stats.generated);
     assert!(plain_stats.generated > 60, "{plain_stats:?}");
+    assert!(
+        text_of(&plain).starts_with("```python\nimport math\n"),
+        "the fenced prediction opens the answer, and the model goes on copying: {}",
+        text_of(&plain)
+    );
     println!(
         "plain {plain_stats:?}\nspeculative {fast_stats:?}\n{}",
         text_of(&plain)

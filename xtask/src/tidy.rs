@@ -59,7 +59,7 @@ const FORBIDDEN: &[([&str; 2], &str)] = &[
 ];
 
 /// The crates whose files must start with a `//!` doc.
-const CRATES: &[&str] = &["server", "protocol", "tests", "xtask"];
+const CRATES: &[&str] = &["server", "protocol", "kernels", "tests", "xtask"];
 
 pub fn run() -> anyhow::Result<()> {
     let violations = check(&crate::project_root());

@@ -103,6 +103,12 @@ pub fn render(request: &Request) -> String {
     text
 }
 
+/// The first line of `prediction` (newline included) when it opens a fenced code block.
+pub fn fence_opening(prediction: &str) -> Option<&str> {
+    let line = &prediction[..prediction.find('\n')? + 1];
+    line.starts_with("```").then_some(line)
+}
+
 /// Tool call ids unique in the process, as remote providers' are.
 static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
@@ -326,6 +332,16 @@ impl Policy for ChatDecoder<'_> {
 mod tests {
     use super::*;
     use crate::llm::types::ToolSchema;
+
+    #[test]
+    fn only_a_fenced_prediction_opens_the_answer() {
+        assert_eq!(
+            fence_opening("```rust\nfn main() {}\n```"),
+            Some("```rust\n")
+        );
+        assert_eq!(fence_opening("fn main() {}\n"), None);
+        assert_eq!(fence_opening("```"), None, "a fence with no line after it");
+    }
 
     #[test]
     fn a_transcript_renders_as_chatml_with_tools_and_results() {

@@ -34,7 +34,7 @@ use super::transport::EventStream;
 use super::types::{Event, FinishReason, ModelId, Request, Usage};
 use crate::config::Config;
 use generate::{Session, Speculation, Stats};
-use model::{Model, WeightFormat};
+use model::Model;
 use tokenizer::Tokenizer;
 
 /// What went wrong in the local model.
@@ -154,7 +154,6 @@ pub fn resolve_path(config: &Config, model: &ModelId) -> Result<PathBuf, LlmErro
 /// How the local provider runs (`providers.local.*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
-    pub weights: WeightFormat,
     /// `None` turns speculation off.
     pub speculation: Option<Speculation>,
     /// The most tokens one answer may have, whatever the request asks: a 135M model that
@@ -165,7 +164,6 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            weights: WeightFormat::Q8,
             speculation: Some(Speculation::default()),
             max_tokens: 4096,
         }
@@ -191,7 +189,6 @@ impl Settings {
             max_tokens: config
                 .get_u64("providers.local.max_tokens")
                 .map_or(defaults.max_tokens, |n| n.max(1) as usize),
-            ..defaults
         }
     }
 }
@@ -204,7 +201,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn load(path: &Path, weights: WeightFormat) -> Result<Self, LocalError> {
+    pub fn load(path: &Path) -> Result<Self, LocalError> {
         let started = Instant::now();
         let mut file = std::fs::File::open(path).map_err(|source| LocalError::Io {
             path: path.to_owned(),
@@ -215,7 +212,7 @@ impl Loaded {
             source,
         })?;
         let tokenizer = Tokenizer::from_gguf(&content)?;
-        let model = Model::load(path, &content, weights)?;
+        let model = Model::load(path, &content)?;
         Ok(Self {
             model,
             tokenizer,
@@ -233,7 +230,18 @@ impl Loaded {
         emit: &mut dyn FnMut(Event) -> bool,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Stats, LocalError> {
-        let prompt = self.tokenizer.encode(&chat::render(request))?;
+        let mut rendered = chat::render(request);
+        // A predicted output that is a fenced code block (a whole-file rewrite) opens the
+        // answer: small models otherwise start by talking about the file instead of writing
+        // it, and nothing they say before the fence can be drafted from the prediction.
+        let opening = request.prediction.as_deref().and_then(chat::fence_opening);
+        if let Some(opening) = opening {
+            rendered.push_str(opening);
+            if !emit(Event::TextDelta(opening.to_owned())) {
+                return Err(LocalError::Cancelled);
+            }
+        }
+        let prompt = self.tokenizer.encode(&rendered)?;
         // Drafts come from the predicted output when the caller gave one (a whole-file
         // rewrite), else from the prompt (the files the model read).
         let source = match &request.prediction {
@@ -293,18 +301,16 @@ impl Loaded {
 /// One model file shared by every client of it in the process: loaded once, on first use.
 struct Engine {
     path: PathBuf,
-    weights: WeightFormat,
     loaded: OnceLock<Result<Arc<Loaded>, String>>,
     /// The KV cache of the last answer, for the next prompt that extends it.
     session: Mutex<Option<Session>>,
 }
 
 impl Engine {
-    fn shared(path: &Path, weights: WeightFormat) -> Arc<Engine> {
-        /// Keyed by file and whether its weights are re-quantised.
-        type Engines = Mutex<HashMap<(PathBuf, bool), Arc<Engine>>>;
+    fn shared(path: &Path) -> Arc<Engine> {
+        type Engines = Mutex<HashMap<PathBuf, Arc<Engine>>>;
         static ENGINES: OnceLock<Engines> = OnceLock::new();
-        let key = (path.to_owned(), weights == WeightFormat::Q8);
+        let key = path.to_owned();
         let mut engines = ENGINES
             .get_or_init(Default::default)
             .lock()
@@ -314,7 +320,6 @@ impl Engine {
             .or_insert_with(|| {
                 Arc::new(Engine {
                     path: path.to_owned(),
-                    weights,
                     loaded: OnceLock::new(),
                     session: Mutex::new(None),
                 })
@@ -325,7 +330,7 @@ impl Engine {
     fn loaded(&self) -> Result<Arc<Loaded>, String> {
         self.loaded
             .get_or_init(|| {
-                let loaded = Loaded::load(&self.path, self.weights).map_err(|e| e.to_string())?;
+                let loaded = Loaded::load(&self.path).map_err(|e| e.to_string())?;
                 tracing::info!(
                     path = %self.path.display(),
                     seconds = loaded.load_time.as_secs_f32(),
@@ -352,7 +357,7 @@ impl LocalModel {
         let settings = Settings::from_config(config);
         Ok(Self {
             id: model.clone(),
-            engine: Engine::shared(&path, settings.weights),
+            engine: Engine::shared(&path),
             settings,
         })
     }

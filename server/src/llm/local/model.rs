@@ -1,26 +1,27 @@
-//! The llama-family transformer of a GGUF file, run with candle on the CPU: weight loading
-//! (with Q4/Q5 weights re-quantised to Q8_0, which candle's CPU kernels run about twice as
-//! fast), the forward pass, and a KV cache that can be rolled back.
+//! The llama-family transformer of a GGUF file on the CPU: weight loading (every matrix
+//! re-quantised to the Q8_0 layout of `wright-kernels`), the forward pass, and a KV cache that
+//! can be rolled back.
 //!
-//! Why not `candle-transformers`' `quantized_llama`: speculative decoding needs a KV cache that
-//! can be truncated after rejected draft tokens and a forward pass over several new tokens at
-//! an arbitrary offset whose results are *bit-identical* to feeding the same tokens one at a
-//! time (greedy output must not change with speculation). Neither is available there.
+//! Why not `candle-transformers`' `quantized_llama` (candle still reads the GGUF file here):
+//! speculative decoding needs a KV cache that can be truncated after rejected draft tokens,
+//! and a forward pass over several new tokens whose logits are *bit-identical* to feeding the
+//! same tokens one at a time (greedy output must not change with speculation), and cheap per
+//! token, which is the point of verifying a draft in one pass.
 //!
-//! How bit-identity is kept: every operation on a row of the hidden state depends only on that
-//! row (quantized matmuls quantize and dot each activation row on its own; norms, rotary
-//! embedding and activations are per row), except attention, which mixes positions. So a
-//! verification pass ([`Model::forward_rows`]) batches all the weight matmuls (the expensive,
-//! memory-bound part that speculation amortises) but runs attention row by row with exactly
-//! the shapes and memory layout a single-token step uses. The prompt's prefill, shared by both
-//! modes, uses one masked attention over the whole chunk.
+//! How both are kept: every kernel computes each row of the hidden state from that row alone,
+//! in a fixed order, whatever the batch (the invariant of `wright-kernels`); attention mixes
+//! positions, but each row attends over the cache up to its own position, which holds the
+//! same keys and values however the tokens were batched. The weights are loaded from memory
+//! once per pass and used for every row in it, so a verification pass of k tokens costs far
+//! less than k single passes (`docs/benchmarks.md`, "local").
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file};
-use candle_core::{D, DType, Device, Module, Tensor};
+use candle_core::Device;
+use candle_core::quantized::gguf_file;
+use wright_kernels::ops::{self, KvView};
+use wright_kernels::q8::{Q8Matrix, Q8Rows};
 
 use super::LocalError;
 
@@ -43,54 +44,46 @@ pub struct Config {
 pub struct LoadReport {
     /// `(dtype, tensor count)` as found in the file.
     pub file_types: Vec<(String, usize)>,
-    /// Tensors converted to Q8_0 at load.
+    /// Matrices re-quantised to the kernels' Q8_0 layout at load.
     pub requantized: usize,
     /// Bytes of weights held in memory after loading.
     pub weight_bytes: usize,
 }
 
-/// How weights are held in memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WeightFormat {
-    /// As stored in the file.
-    AsStored,
-    /// Q4_0, Q4_1, Q5_0 and Q5_1 tensors re-quantised to Q8_0 (the default: measured about
-    /// twice as fast on x86 CPUs, see `docs/benchmarks.md`).
-    Q8,
-}
-
 struct Layer {
-    attn_norm: Tensor,
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
-    ffn_norm: Tensor,
-    w_gate: QMatMul,
-    w_up: QMatMul,
-    w_down: QMatMul,
+    attn_norm: Vec<f32>,
+    wq: Q8Matrix,
+    wk: Q8Matrix,
+    wv: Q8Matrix,
+    wo: Q8Matrix,
+    ffn_norm: Vec<f32>,
+    w_gate: Q8Matrix,
+    w_up: Q8Matrix,
+    w_down: Q8Matrix,
 }
 
 /// The weights; shared by every generation running on the model.
 pub struct Model {
     pub config: Config,
     pub report: LoadReport,
-    /// Quantized; rows are dequantized as tokens are looked up.
-    embedding: Arc<QTensor>,
+    /// Rows are dequantized as tokens are looked up.
+    embedding: Q8Matrix,
+    /// `None`: tied to the embedding (SmolLM2 and other small models).
+    output: Option<Q8Matrix>,
     layers: Vec<Layer>,
-    final_norm: Tensor,
-    output: QMatMul,
-    /// `(context_length, head_dim / 2)` tables of the rotary embedding.
-    cos: Tensor,
-    sin: Tensor,
+    final_norm: Vec<f32>,
+    /// `[position][head_dim / 2]` tables of the rotary embedding.
+    cos: Vec<f32>,
+    sin: Vec<f32>,
 }
 
 /// Keys and values of the positions seen so far, per layer, in buffers with room to grow.
 /// Truncating it ([`KvCache::truncate`]) forgets the last positions: the rollback after
 /// rejected draft tokens.
 pub struct KvCache {
-    /// Per layer: `(kv_heads, capacity, head_dim)` for keys and for values.
-    layers: Vec<(Tensor, Tensor)>,
+    /// Per layer: keys `[kv_head][head_dim][capacity]`, values `[kv_head][capacity][head_dim]`
+    /// (the layouts `wright_kernels::ops::attention` reads fastest).
+    layers: Vec<(Vec<f32>, Vec<f32>)>,
     capacity: usize,
     len: usize,
 }
@@ -133,11 +126,7 @@ fn metadata_f32(content: &gguf_file::Content, key: &str) -> Option<f32> {
 
 impl Model {
     /// Reads the metadata and weights of a llama-family GGUF file.
-    pub fn load(
-        path: &Path,
-        content: &gguf_file::Content,
-        format: WeightFormat,
-    ) -> Result<Self, LocalError> {
+    pub fn load(path: &Path, content: &gguf_file::Content) -> Result<Self, LocalError> {
         let architecture = content
             .metadata
             .get("general.architecture")
@@ -157,13 +146,25 @@ impl Model {
             dim,
             heads,
             kv_heads: metadata_u32(content, "llama.attention.head_count_kv").unwrap_or(heads),
-            head_dim: dim / heads,
+            head_dim: dim / heads.max(1),
             context_length: metadata_u32(content, "llama.context_length").unwrap_or(2048),
             rope_base: metadata_f32(content, "llama.rope.freq_base").unwrap_or(10_000.0),
             norm_eps: metadata_f32(content, "llama.attention.layer_norm_rms_epsilon")
                 .unwrap_or(1e-5) as f64,
             vocab_size: 0,
         };
+        if heads == 0
+            || config.kv_heads == 0
+            || !heads.is_multiple_of(config.kv_heads)
+            || !dim.is_multiple_of(heads)
+            || !config.head_dim.is_multiple_of(2)
+        {
+            return Err(LocalError::Format(format!(
+                "{heads} attention heads over {} key/value heads and {dim} dimensions do not \
+                 divide evenly",
+                config.kv_heads
+            )));
+        }
         let mut file = File::open(path).map_err(|source| LocalError::Io {
             path: path.to_owned(),
             source,
@@ -175,56 +176,59 @@ impl Model {
         }
         report.file_types = types.into_iter().collect();
 
-        let device = Device::Cpu;
-        let mut read = |name: &str| -> Result<QTensor, LocalError> {
+        let mut dense = |name: &str| -> Result<(Vec<f32>, Vec<usize>), LocalError> {
             let tensor = content
-                .tensor(&mut file, name, &device)
+                .tensor(&mut file, name, &Device::Cpu)
                 .map_err(err(name))?;
-            let tensor = match (format, tensor.dtype()) {
-                (
-                    WeightFormat::Q8,
-                    GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1,
-                ) if tensor.rank() == 2 => {
-                    report.requantized += 1;
-                    let dense = tensor.dequantize(&device).map_err(err(name))?;
-                    QTensor::quantize(&dense, GgmlDType::Q8_0).map_err(err(name))?
-                }
-                _ => tensor,
-            };
-            report.weight_bytes += tensor.storage_size_in_bytes();
-            Ok(tensor)
+            let dims = tensor.shape().dims().to_vec();
+            let values = tensor
+                .dequantize(&Device::Cpu)
+                .and_then(|t| t.flatten_all())
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(err(name))?;
+            Ok((values, dims))
         };
-        let dense = |q: QTensor, name: &str| q.dequantize(&Device::Cpu).map_err(err(name));
+        let mut matrix = |name: &str| -> Result<Q8Matrix, LocalError> {
+            let (values, dims) = dense(name)?;
+            let [rows, cols] = dims[..] else {
+                return Err(LocalError::Format(format!(
+                    "{name} is not a matrix: {dims:?}"
+                )));
+            };
+            let matrix = Q8Matrix::quantize(&values, rows, cols)
+                .map_err(|e| LocalError::Format(format!("{name}: {e}")))?;
+            report.requantized += 1;
+            report.weight_bytes += matrix.size_in_bytes();
+            Ok(matrix)
+        };
 
-        let token_embd = Arc::new(read("token_embd.weight")?);
-        let vocab_size = token_embd.shape().dims()[0];
-        // Tied embeddings (SmolLM2 and other small models) have no separate output matrix:
-        // the embedding table, kept quantized, serves both.
+        let embedding = matrix("token_embd.weight")?;
+        let vocab_size = embedding.rows();
         let output = if content.tensor_infos.contains_key("output.weight") {
-            QMatMul::from_qtensor(read("output.weight")?)
+            Some(matrix("output.weight")?)
         } else {
-            QMatMul::from_arc(token_embd.clone())
-        }
-        .map_err(err("output.weight"))?;
-        let final_norm = dense(read("output_norm.weight")?, "output_norm.weight")?;
+            None
+        };
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
-            let q = |name: &str, read: &mut dyn FnMut(&str) -> Result<QTensor, LocalError>| {
-                let full = format!("blk.{i}.{name}.weight");
-                QMatMul::from_qtensor(read(&full)?).map_err(err("weights"))
-            };
+            let name = |part: &str| format!("blk.{i}.{part}.weight");
             layers.push(Layer {
-                attn_norm: dense(read(&format!("blk.{i}.attn_norm.weight"))?, "attn_norm")?,
-                wq: q("attn_q", &mut read)?,
-                wk: q("attn_k", &mut read)?,
-                wv: q("attn_v", &mut read)?,
-                wo: q("attn_output", &mut read)?,
-                ffn_norm: dense(read(&format!("blk.{i}.ffn_norm.weight"))?, "ffn_norm")?,
-                w_gate: q("ffn_gate", &mut read)?,
-                w_up: q("ffn_up", &mut read)?,
-                w_down: q("ffn_down", &mut read)?,
+                wq: matrix(&name("attn_q"))?,
+                wk: matrix(&name("attn_k"))?,
+                wv: matrix(&name("attn_v"))?,
+                wo: matrix(&name("attn_output"))?,
+                w_gate: matrix(&name("ffn_gate"))?,
+                w_up: matrix(&name("ffn_up"))?,
+                w_down: matrix(&name("ffn_down"))?,
+                attn_norm: Vec::new(),
+                ffn_norm: Vec::new(),
             });
         }
+        for (i, layer) in layers.iter_mut().enumerate() {
+            layer.attn_norm = dense(&format!("blk.{i}.attn_norm.weight"))?.0;
+            layer.ffn_norm = dense(&format!("blk.{i}.ffn_norm.weight"))?.0;
+        }
+        let final_norm = dense("output_norm.weight")?.0;
 
         let half = config.head_dim / 2;
         let inverse: Vec<f32> = (0..half)
@@ -244,38 +248,32 @@ impl Model {
                 sin.push(angle.sin());
             }
         }
-        let table =
-            |v: Vec<f32>| Tensor::from_vec(v, (positions, half), &device).map_err(err("rope"));
         Ok(Self {
             config: Config {
                 vocab_size,
                 ..config
             },
             report,
-            embedding: token_embd,
+            embedding,
+            output,
             layers,
             final_norm,
-            output,
-            cos: table(cos)?,
-            sin: table(sin)?,
+            cos,
+            sin,
         })
     }
 
     /// An empty cache with room for `capacity` positions (grown when needed).
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache, LocalError> {
-        let capacity = capacity.clamp(1, self.config.context_length);
-        let shape = (self.config.kv_heads, capacity, self.config.head_dim);
-        let layers = (0..self.config.layers)
-            .map(|_| {
-                Ok((
-                    Tensor::zeros(shape, DType::F32, &Device::Cpu)?,
-                    Tensor::zeros(shape, DType::F32, &Device::Cpu)?,
-                ))
-            })
-            .collect::<candle_core::Result<_>>()
-            .map_err(err("kv cache"))?;
+        // A whole number of attention spans: the kernel scores a span at a time.
+        let capacity = capacity
+            .clamp(1, self.config.context_length)
+            .next_multiple_of(ops::SPAN);
+        let size = self.config.kv_heads * capacity * self.config.head_dim;
         Ok(KvCache {
-            layers,
+            layers: (0..self.config.layers)
+                .map(|_| (vec![0.0; size], vec![0.0; size]))
+                .collect(),
             capacity,
             len: 0,
         })
@@ -292,31 +290,33 @@ impl Model {
         if needed <= cache.capacity {
             return Ok(());
         }
-        let capacity = (cache.capacity * 2)
-            .max(needed)
-            .min(self.config.context_length);
-        let mut bigger = self.new_cache(capacity)?;
-        for ((k, v), (new_k, new_v)) in cache.layers.iter().zip(&bigger.layers) {
-            let keep = |t: &Tensor| t.narrow(1, 0, cache.len)?.contiguous();
-            (|| {
-                new_k.slice_set(&keep(k)?, 1, 0)?;
-                new_v.slice_set(&keep(v)?, 1, 0)
-            })()
-            .map_err(err("kv cache"))?;
+        let mut bigger = self.new_cache((cache.capacity * 2).max(needed))?;
+        let capacity = bigger.capacity;
+        let (hd, len) = (self.config.head_dim, cache.len);
+        for ((keys, values), (new_keys, new_values)) in cache.layers.iter().zip(&mut bigger.layers)
+        {
+            // Keys are `[kv_head][head_dim][capacity]`: one run of `len` per (head, dim).
+            for row in 0..self.config.kv_heads * hd {
+                let (from, to) = (row * cache.capacity, row * capacity);
+                new_keys[to..to + len].copy_from_slice(&keys[from..from + len]);
+            }
+            for head in 0..self.config.kv_heads {
+                let (from, to) = (head * cache.capacity * hd, head * capacity * hd);
+                new_values[to..to + len * hd].copy_from_slice(&values[from..from + len * hd]);
+            }
         }
         bigger.len = cache.len;
         *cache = bigger;
         Ok(())
     }
 
-    /// Prefill: runs `tokens` at the end of `cache` with one masked attention per layer and
-    /// returns the logits of the last position.
+    /// Prefill: runs `tokens` at the end of `cache` and returns the logits of the last one.
     pub fn forward_prefill(
         &self,
         cache: &mut KvCache,
         tokens: &[u32],
     ) -> Result<Vec<f32>, LocalError> {
-        let logits = self.forward(cache, tokens, Attention::Batched, false)?;
+        let logits = self.forward(cache, tokens, false)?;
         Ok(logits.into_iter().next().unwrap_or_default())
     }
 
@@ -328,31 +328,32 @@ impl Model {
         cache: &mut KvCache,
         tokens: &[u32],
     ) -> Result<Vec<Vec<f32>>, LocalError> {
-        self.forward(cache, tokens, Attention::PerRow, true)
+        self.forward(cache, tokens, true)
     }
 
     fn forward(
         &self,
         cache: &mut KvCache,
         tokens: &[u32],
-        attention: Attention,
         all_logits: bool,
     ) -> Result<Vec<Vec<f32>>, LocalError> {
         if tokens.is_empty() {
             return Ok(Vec::new());
         }
+        if let Some(&token) = tokens
+            .iter()
+            .find(|&&t| t as usize >= self.config.vocab_size)
+        {
+            return Err(LocalError::Format(format!(
+                "token {token} is outside the vocabulary of {}",
+                self.config.vocab_size
+            )));
+        }
         let offset = cache.len;
         self.reserve(cache, offset + tokens.len())?;
-        let result = self
-            .forward_inner(cache, tokens, offset, attention, all_logits)
-            .map_err(err("forward pass"));
-        // On failure the cache holds a partial write past `offset`: forget it.
-        cache.len = if result.is_ok() {
-            offset + tokens.len()
-        } else {
-            offset
-        };
-        result
+        let logits = self.forward_inner(cache, tokens, offset, all_logits);
+        cache.len = offset + tokens.len();
+        Ok(logits)
     }
 
     fn forward_inner(
@@ -360,132 +361,97 @@ impl Model {
         cache: &mut KvCache,
         tokens: &[u32],
         offset: usize,
-        attention: Attention,
         all_logits: bool,
-    ) -> candle_core::Result<Vec<Vec<f32>>> {
+    ) -> Vec<Vec<f32>> {
         let c = &self.config;
-        let m = tokens.len();
-        let ids = Tensor::new(tokens, &Device::Cpu)?;
-        let mut x = self.embedding.embedding(&ids)?;
-        let cos = self
-            .cos
-            .narrow(0, offset, m)?
-            .reshape((m, 1, c.head_dim / 2, 1))?;
-        let sin = self
-            .sin
-            .narrow(0, offset, m)?
-            .reshape((m, 1, c.head_dim / 2, 1))?;
-        let groups = c.heads / c.kv_heads;
-        for (layer, (k_cache, v_cache)) in self.layers.iter().zip(&cache.layers) {
-            let h = rms_norm(&x, &layer.attn_norm, c.norm_eps)?;
-            let q = layer.wq.forward(&h)?.reshape((m, c.heads, c.head_dim))?;
-            let k = layer.wk.forward(&h)?.reshape((m, c.kv_heads, c.head_dim))?;
-            let v = layer.wv.forward(&h)?.reshape((m, c.kv_heads, c.head_dim))?;
-            let q = rope(&q, &cos, &sin)?;
-            let k = rope(&k, &cos, &sin)?;
-            k_cache.slice_set(&k.transpose(0, 1)?.contiguous()?, 1, offset)?;
-            v_cache.slice_set(&v.transpose(0, 1)?.contiguous()?, 1, offset)?;
-            // (kv_heads, rows, hd) per kv head: the query heads sharing it, row-major.
-            let attended = match attention {
-                Attention::Batched => {
-                    let total = offset + m;
-                    let keys = k_cache.narrow(1, 0, total)?;
-                    let values = v_cache.narrow(1, 0, total)?;
-                    let q = q
-                        .reshape((m, c.kv_heads, groups, c.head_dim))?
-                        .transpose(0, 1)?
-                        .contiguous()?
-                        .reshape((c.kv_heads, m * groups, c.head_dim))?;
-                    let mask: Vec<f32> = (0..m)
-                        .flat_map(|i| {
-                            (0..groups).flat_map(move |_| {
-                                (0..total).map(move |j| {
-                                    if j > offset + i {
-                                        f32::NEG_INFINITY
-                                    } else {
-                                        0.0
-                                    }
-                                })
-                            })
-                        })
-                        .collect();
-                    let mask = Tensor::from_vec(mask, (m * groups, total), &Device::Cpu)?;
-                    let out = attend(&q, &keys, &values, c.head_dim, Some(&mask))?;
-                    out.reshape((c.kv_heads, m, groups, c.head_dim))?
-                        .transpose(0, 1)?
-                        .contiguous()?
-                        .reshape((m, c.dim))?
-                }
-                Attention::PerRow => {
-                    let mut rows = Vec::with_capacity(m);
-                    for i in 0..m {
-                        let total = offset + i + 1;
-                        let keys = k_cache.narrow(1, 0, total)?;
-                        let values = v_cache.narrow(1, 0, total)?;
-                        let q = q
-                            .narrow(0, i, 1)?
-                            .reshape((c.kv_heads, groups, c.head_dim))?;
-                        let out = attend(&q, &keys, &values, c.head_dim, None)?;
-                        rows.push(out.reshape((1, c.dim))?);
-                    }
-                    Tensor::cat(&rows, 0)?
-                }
-            };
-            x = (x + layer.wo.forward(&attended)?)?;
-            let h = rms_norm(&x, &layer.ffn_norm, c.norm_eps)?;
-            let gate = layer.w_gate.forward(&h)?.silu()?;
-            let up = layer.w_up.forward(&h)?;
-            x = (x + layer.w_down.forward(&(gate * up)?)?)?;
+        let (m, dim, hd) = (tokens.len(), c.dim, c.head_dim);
+        let kv_dim = c.kv_heads * hd;
+        let ffn = self.layers.first().map_or(0, |l| l.w_up.rows());
+        let half = hd / 2;
+        let eps = c.norm_eps as f32;
+        let capacity = cache.capacity;
+
+        let mut x = vec![0f32; m * dim];
+        for (row, &token) in x.chunks_exact_mut(dim).zip(tokens) {
+            self.embedding.row_into(token as usize, row);
         }
-        let x = if all_logits {
-            x
-        } else {
-            x.narrow(0, m - 1, 1)?
-        };
-        let x = rms_norm(&x, &self.final_norm, c.norm_eps)?;
-        self.output.forward(&x)?.to_vec2::<f32>()
+        let mut h = vec![0f32; m * dim];
+        let mut q = vec![0f32; m * dim];
+        let mut k = vec![0f32; m * kv_dim];
+        let mut v = vec![0f32; m * kv_dim];
+        let mut attended = vec![0f32; m * dim];
+        let mut gate = vec![0f32; m * ffn];
+        let mut up = vec![0f32; m * ffn];
+        let mut quantized = Q8Rows::new();
+
+        for (layer, (keys, values)) in self.layers.iter().zip(&mut cache.layers) {
+            for (x, h) in x.chunks_exact(dim).zip(h.chunks_exact_mut(dim)) {
+                ops::rms_norm(x, &layer.attn_norm, eps, h);
+            }
+            quantized.quantize(&h, m, dim);
+            layer.wq.matmul(&quantized, &mut q);
+            layer.wk.matmul(&quantized, &mut k);
+            layer.wv.matmul(&quantized, &mut v);
+            for i in 0..m {
+                let position = offset + i;
+                let (cos, sin) = (
+                    &self.cos[position * half..(position + 1) * half],
+                    &self.sin[position * half..(position + 1) * half],
+                );
+                ops::rope(&mut q[i * dim..(i + 1) * dim], hd, cos, sin);
+                ops::rope(&mut k[i * kv_dim..(i + 1) * kv_dim], hd, cos, sin);
+                for head in 0..c.kv_heads {
+                    let from = i * kv_dim + head * hd;
+                    for (d, &key) in k[from..from + hd].iter().enumerate() {
+                        keys[(head * hd + d) * capacity + position] = key;
+                    }
+                    let at = (head * capacity + position) * hd;
+                    values[at..at + hd].copy_from_slice(&v[from..from + hd]);
+                }
+            }
+            let view = KvView {
+                keys,
+                values,
+                capacity,
+                kv_heads: c.kv_heads,
+                head_dim: hd,
+            };
+            for (i, (q, out)) in q
+                .chunks_exact(dim)
+                .zip(attended.chunks_exact_mut(dim))
+                .enumerate()
+            {
+                ops::attention(q, &view, offset + i + 1, out);
+            }
+            quantized.quantize(&attended, m, dim);
+            layer.wo.matmul(&quantized, &mut h);
+            ops::add(&mut x, &h);
+            for (x, h) in x.chunks_exact(dim).zip(h.chunks_exact_mut(dim)) {
+                ops::rms_norm(x, &layer.ffn_norm, eps, h);
+            }
+            quantized.quantize(&h, m, dim);
+            layer.w_gate.matmul(&quantized, &mut gate);
+            layer.w_up.matmul(&quantized, &mut up);
+            ops::silu_mul(&mut gate, &up);
+            quantized.quantize(&gate, m, ffn);
+            layer.w_down.matmul(&quantized, &mut h);
+            ops::add(&mut x, &h);
+        }
+        let first = if all_logits { 0 } else { m - 1 };
+        let rows = m - first;
+        for (x, h) in x[first * dim..]
+            .chunks_exact(dim)
+            .zip(h.chunks_exact_mut(dim))
+        {
+            ops::rms_norm(x, &self.final_norm, eps, h);
+        }
+        quantized.quantize(&h[..rows * dim], rows, dim);
+        let output = self.output.as_ref().unwrap_or(&self.embedding);
+        let mut logits = vec![0f32; rows * c.vocab_size];
+        output.matmul(&quantized, &mut logits);
+        logits
+            .chunks_exact(c.vocab_size)
+            .map(<[f32]>::to_vec)
+            .collect()
     }
-}
-
-#[derive(Clone, Copy)]
-enum Attention {
-    Batched,
-    PerRow,
-}
-
-/// Softmax attention of `q` `(kv_heads, rows, hd)` over `keys`/`values` `(kv_heads, n, hd)`.
-fn attend(
-    q: &Tensor,
-    keys: &Tensor,
-    values: &Tensor,
-    head_dim: usize,
-    mask: Option<&Tensor>,
-) -> candle_core::Result<Tensor> {
-    let scores = (q.matmul(&keys.t()?)? / (head_dim as f64).sqrt())?;
-    let scores = match mask {
-        Some(mask) => scores.broadcast_add(mask)?,
-        None => scores,
-    };
-    let max = scores.max_keepdim(D::Minus1)?;
-    let exp = scores.broadcast_sub(&max)?.exp()?;
-    let probabilities = exp.broadcast_div(&exp.sum_keepdim(D::Minus1)?)?;
-    probabilities.matmul(values)
-}
-
-fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> candle_core::Result<Tensor> {
-    let mean_square = x.sqr()?.mean_keepdim(D::Minus1)?;
-    x.broadcast_div(&(mean_square + eps)?.sqrt()?)?
-        .broadcast_mul(weight)
-}
-
-/// The interleaved ("GPT-J") rotary embedding GGUF llama weights are laid out for: pairs
-/// `(x[2i], x[2i+1])` rotate by `position · base^(-2i/d)`.
-fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> candle_core::Result<Tensor> {
-    let (m, heads, hd) = x.dims3()?;
-    let pairs = x.reshape((m, heads, hd / 2, 2))?;
-    let even = pairs.narrow(3, 0, 1)?;
-    let odd = pairs.narrow(3, 1, 1)?;
-    let rotated_even = (even.broadcast_mul(cos)? - odd.broadcast_mul(sin)?)?;
-    let rotated_odd = (even.broadcast_mul(sin)? + odd.broadcast_mul(cos)?)?;
-    Tensor::cat(&[rotated_even, rotated_odd], 3)?.reshape((m, heads, hd))
 }
