@@ -72,25 +72,31 @@ pub struct KvView<'a> {
     pub head_dim: usize,
 }
 
-/// Causal softmax attention of one row's query heads (`q`, `heads × head_dim`) over the first
-/// `len` positions of `kv`; query heads share key/value heads in consecutive groups. Heads
-/// run in parallel, each on its own.
-pub fn attention(q: &[f32], kv: &KvView<'_>, len: usize, out: &mut [f32]) {
+/// Causal softmax attention of consecutive rows of queries (`q`, `rows × heads × head_dim`):
+/// row `i` attends over the first `first_len + i` positions of `kv` (its own included).
+/// Query heads share key/value heads in consecutive groups. Every (row, head) runs on its
+/// own, in parallel, and computes the same whatever the number of rows.
+pub fn attention(q: &[f32], kv: &KvView<'_>, first_len: usize, heads: usize, out: &mut [f32]) {
     let hd = kv.head_dim;
-    let group = q.len() / hd / kv.kv_heads;
+    let group = heads / kv.kv_heads;
+    let rows = q.len() / (heads * hd);
     assert!(
-        kv.capacity.is_multiple_of(SPAN) && len <= kv.capacity,
-        "the cache's stride {} must be a multiple of {SPAN} and hold {len} positions",
-        kv.capacity
+        kv.capacity.is_multiple_of(SPAN) && first_len + rows <= kv.capacity + 1,
+        "the cache's stride {} must be a multiple of {SPAN} and hold {} positions",
+        kv.capacity,
+        first_len + rows - 1
     );
+    assert_eq!(out.len(), q.len(), "one output per query value");
     let width = float_width();
     let shared = SharedOut(out.as_mut_ptr());
     let shared = &shared;
-    crate::for_each_index(q.len() / hd, |head| {
-        let query = &q[head * hd..(head + 1) * hd];
-        // SAFETY: each head writes its own `head_dim` values of `out`, which outlives
+    crate::for_each_index(rows * heads, |task| {
+        let (row, head) = (task / heads, task % heads);
+        let len = first_len + row;
+        let query = &q[task * hd..(task + 1) * hd];
+        // SAFETY: each (row, head) writes its own `head_dim` values of `out`, which outlives
         // the calls.
-        let out = unsafe { std::slice::from_raw_parts_mut(shared.0.add(head * hd), hd) };
+        let out = unsafe { std::slice::from_raw_parts_mut(shared.0.add(task * hd), hd) };
         let base = head / group * kv.capacity * hd;
         let keys = &kv.keys[base..base + kv.capacity * hd];
         let values = &kv.values[base..base + len * hd];
@@ -359,7 +365,7 @@ mod tests {
             head_dim: 2,
         };
         let mut out = [0.0; 2];
-        attention(&[0.5, 0.5], &kv, 1, &mut out);
+        attention(&[0.5, 0.5], &kv, 1, 1, &mut out);
         assert_eq!(out, [3.0, 4.0]);
     }
 
@@ -396,7 +402,7 @@ mod tests {
         };
         let q: Vec<f32> = (0..heads * hd).map(|i| value(i + 5)).collect();
         let mut out = vec![0.0; heads * hd];
-        attention(&q, &kv, len, &mut out);
+        attention(&q, &kv, len, heads, &mut out);
         for head in 0..heads {
             let kv_head = head / 2;
             let query = &q[head * hd..(head + 1) * hd];
@@ -424,6 +430,37 @@ mod tests {
                     "head {head} dim {d}: {got} vs {want}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn rows_attended_together_match_rows_attended_alone() {
+        let (hd, kv_heads, heads, first, rows) = (16, 1, 2, 60, 5);
+        let value = |i: usize| ((i * 29 % 97) as f32 / 40.0) - 1.0;
+        let keys: Vec<f32> = (0..kv_heads * hd * SPAN).map(value).collect();
+        let values: Vec<f32> = (0..kv_heads * SPAN * hd).map(|i| value(i + 11)).collect();
+        let kv = KvView {
+            keys: &keys,
+            values: &values,
+            capacity: SPAN,
+            kv_heads,
+            head_dim: hd,
+        };
+        let q: Vec<f32> = (0..rows * heads * hd).map(|i| value(i + 5)).collect();
+        let mut together = vec![0.0; q.len()];
+        attention(&q, &kv, first, heads, &mut together);
+        for row in 0..rows {
+            let span = row * heads * hd..(row + 1) * heads * hd;
+            let mut alone = vec![0.0; heads * hd];
+            attention(&q[span.clone()], &kv, first + row, heads, &mut alone);
+            assert_eq!(
+                alone.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                together[span]
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+                "row {row}"
+            );
         }
     }
 

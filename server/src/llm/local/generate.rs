@@ -210,10 +210,11 @@ pub fn generate(
     Ok(stats)
 }
 
-/// How long the next draft may be. Verifying a draft row costs a forward pass's compute for
-/// that row (on a CPU a small model is compute-bound, so rows are not free), so drafts grow
-/// while they are accepted and shrink when they are not; after a rejected one-token draft,
-/// drafting pauses for a few tokens. This changes only speed, never the output.
+/// How long the next draft may be. A verification pass shares its weight loads among its
+/// rows, but each row still costs its own arithmetic and attention (about a quarter of a
+/// single-token pass, `docs/benchmarks.md`), so drafts grow while they are accepted and shrink
+/// when they are not; after a rejected one-token draft, drafting pauses for a few tokens.
+/// This changes only speed, never the output.
 struct Pacing {
     max: usize,
     length: usize,

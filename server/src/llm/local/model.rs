@@ -416,13 +416,7 @@ impl Model {
                 kv_heads: c.kv_heads,
                 head_dim: hd,
             };
-            for (i, (q, out)) in q
-                .chunks_exact(dim)
-                .zip(attended.chunks_exact_mut(dim))
-                .enumerate()
-            {
-                ops::attention(q, &view, offset + i + 1, out);
-            }
+            ops::attention(&q, &view, offset + 1, c.heads, &mut attended);
             quantized.quantize(&attended, m, dim);
             layer.wo.matmul(&quantized, &mut h);
             ops::add(&mut x, &h);
