@@ -24,3 +24,11 @@ pub(crate) fn for_each_index(count: usize, work: impl Fn(usize) + Sync + Send) {
         (0..count).into_par_iter().for_each(work);
     }
 }
+
+/// `x` rounded to the nearest integer, ties to even, for `|x| < 2²²`: adding and removing
+/// 1.5 · 2²³ drops the fraction. Unlike `f32::round` (a library call per value) it vectorises.
+#[inline(always)]
+pub(crate) fn round_to_even(x: f32) -> f32 {
+    const SHIFT: f32 = 12_582_912.0;
+    (x + SHIFT) - SHIFT
+}

@@ -298,10 +298,7 @@ fn attend_head(
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
-    // Rounded to the nearest integer by adding and removing 1.5 · 2²³ (`round` would not
-    // vectorise).
-    const SHIFT: f32 = 12_582_912.0;
-    let n = (x * std::f32::consts::LOG2_E + SHIFT) - SHIFT;
+    let n = crate::round_to_even(x * std::f32::consts::LOG2_E);
     // ln 2 in two parts, so `n · ln 2` is subtracted without losing r's low bits.
     let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
     let p = 1.0

@@ -95,7 +95,7 @@ fn quantize_block(values: &[f32], quants: &mut [i8]) -> f32 {
     let scale = max / 127.0;
     let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
     for (q, v) in quants.iter_mut().zip(values) {
-        *q = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+        *q = crate::round_to_even(v * inverse).clamp(-127.0, 127.0) as i8;
     }
     scale
 }

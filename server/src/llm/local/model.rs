@@ -124,6 +124,72 @@ fn metadata_f32(content: &gguf_file::Content, key: &str) -> Option<f32> {
     content.metadata.get(key).and_then(|v| v.to_f32().ok())
 }
 
+/// Every matrix and norm has the shape the metadata implies, so the forward pass (which
+/// trusts them) cannot index out of bounds on a malformed file.
+fn check_shapes(
+    config: &Config,
+    embedding: &Q8Matrix,
+    output: Option<&Q8Matrix>,
+    layers: &[Layer],
+    final_norm: &[f32],
+) -> Result<(), LocalError> {
+    let (dim, kv_dim) = (config.dim, config.kv_heads * config.head_dim);
+    let ffn = layers.first().map_or(0, |l| l.w_up.rows());
+    let mismatch = |what: String, found: (usize, usize), want: (usize, usize)| {
+        Err(LocalError::Format(format!(
+            "{what} is {}×{}, the metadata implies {}×{}",
+            found.0, found.1, want.0, want.1
+        )))
+    };
+    let shape = |m: &Q8Matrix| (m.rows(), m.cols());
+    if embedding.cols() != dim {
+        return mismatch(
+            "token_embd".into(),
+            shape(embedding),
+            (embedding.rows(), dim),
+        );
+    }
+    if let Some(output) = output
+        && shape(output) != (embedding.rows(), dim)
+    {
+        return mismatch("output".into(), shape(output), (embedding.rows(), dim));
+    }
+    if layers.len() != config.layers {
+        return Err(LocalError::Format(format!(
+            "{} layers read, the metadata says {}",
+            layers.len(),
+            config.layers
+        )));
+    }
+    for (i, layer) in layers.iter().enumerate() {
+        let expected = [
+            ("attn_q", &layer.wq, (dim, dim)),
+            ("attn_k", &layer.wk, (kv_dim, dim)),
+            ("attn_v", &layer.wv, (kv_dim, dim)),
+            ("attn_output", &layer.wo, (dim, dim)),
+            ("ffn_gate", &layer.w_gate, (ffn, dim)),
+            ("ffn_up", &layer.w_up, (ffn, dim)),
+            ("ffn_down", &layer.w_down, (dim, ffn)),
+        ];
+        for (name, matrix, want) in expected {
+            if shape(matrix) != want {
+                return mismatch(format!("blk.{i}.{name}"), shape(matrix), want);
+            }
+        }
+        if layer.attn_norm.len() != dim || layer.ffn_norm.len() != dim {
+            return Err(LocalError::Format(format!(
+                "blk.{i}'s norms do not have {dim} weights"
+            )));
+        }
+    }
+    if final_norm.len() != dim {
+        return Err(LocalError::Format(format!(
+            "output_norm does not have {dim} weights"
+        )));
+    }
+    Ok(())
+}
+
 impl Model {
     /// Reads the metadata and weights of a llama-family GGUF file.
     pub fn load(path: &Path, content: &gguf_file::Content) -> Result<Self, LocalError> {
@@ -229,6 +295,7 @@ impl Model {
             layer.ffn_norm = dense(&format!("blk.{i}.ffn_norm.weight"))?.0;
         }
         let final_norm = dense("output_norm.weight")?.0;
+        check_shapes(&config, &embedding, output.as_ref(), &layers, &final_norm)?;
 
         let half = config.head_dim / 2;
         let inverse: Vec<f32> = (0..half)
