@@ -1,0 +1,112 @@
+//! Phase 1 of a cold index: definitions found by a lexical scan, no parse tree, so that a
+//! workspace is searchable in the time a tags program takes; the tree-sitter pass (phase 2)
+//! then replaces each file's entries with the full extraction.
+//!
+//! One scanner per language reads the tokens of [`lexer`] (comments skipped, strings hidden)
+//! and yields definitions with the tree-sitter extractor's kind names, line, column, signature
+//! line and, where the scanner tracks blocks anyway, the container. No references, no doc
+//! comments, no ranges beyond the name's line: those come with phase 2. A language without a
+//! scanner here (none today beyond the listed ones) returns `None` and waits for phase 2.
+
+mod c;
+mod go;
+mod java;
+mod js;
+mod lexer;
+mod python;
+mod ruby;
+mod rust;
+
+use super::extract::{Definition, Extracted, signature};
+use crate::languages::Language;
+use lexer::Token;
+
+/// The definitions of `source` found lexically, or `None` when `language` has no scanner.
+pub fn scan(language: Language, source: &str) -> Option<Extracted> {
+    let tokens = lexer::tokens(language, source);
+    let mut out = Out::new(source);
+    match language {
+        Language::Rust => rust::scan(source, &tokens, &mut out),
+        Language::Python => python::scan(source, &tokens, &mut out),
+        // A `.h` file may be C++: C is read with C++'s few extra forms, as ctags reads both.
+        Language::C | Language::Cpp => c::scan(source, &tokens, &mut out),
+        Language::Go => go::scan(source, &tokens, &mut out),
+        Language::Java => java::scan(source, &tokens, &mut out),
+        Language::JavaScript | Language::TypeScript | Language::Tsx => {
+            js::scan(source, &tokens, &mut out)
+        }
+        Language::Ruby => ruby::scan(source, &tokens, &mut out),
+    }
+    Some(Extracted {
+        definitions: out.definitions,
+        references: Vec::new(),
+    })
+}
+
+/// The definitions found so far, with what turns a token into one.
+pub(super) struct Out<'a> {
+    source: &'a str,
+    pub definitions: Vec<Definition>,
+}
+
+impl<'a> Out<'a> {
+    fn new(source: &'a str) -> Self {
+        Self {
+            source,
+            definitions: Vec::new(),
+        }
+    }
+
+    /// Records the definition named by `name`.
+    pub fn add(&mut self, name: &Token, kind: &str, container: Option<&str>) {
+        let text = name.text(self.source);
+        if text.is_empty() {
+            return;
+        }
+        let start = name.start as usize;
+        let line_start =
+            memchr::memrchr(b'\n', &self.source.as_bytes()[..start]).map_or(0, |i| i + 1);
+        let line_end = memchr::memchr(b'\n', &self.source.as_bytes()[start..])
+            .map_or(self.source.len(), |i| start + i);
+        self.definitions.push(Definition {
+            name: text.to_owned(),
+            kind: kind.to_owned(),
+            container: container.map(str::to_owned),
+            line: name.line,
+            column: self.source[line_start..start].chars().count() as u32,
+            start_line: name.line,
+            end_line: name.line,
+            signature: signature(&self.source[line_start..line_end]),
+            doc: None,
+        });
+    }
+}
+
+/// The index just past the group that opens at `open` (a `(`, `[`, `{` or `<`), or the end.
+fn skip_group(tokens: &[Token], open: usize) -> usize {
+    let Some(first) = tokens.get(open) else {
+        return tokens.len();
+    };
+    let (opening, closing) = match first.kind {
+        lexer::Tok::Punct(b'(') => (b'(', b')'),
+        lexer::Tok::Punct(b'[') => (b'[', b']'),
+        lexer::Tok::Punct(b'{') => (b'{', b'}'),
+        lexer::Tok::Punct(b'<') => (b'<', b'>'),
+        _ => return open + 1,
+    };
+    let mut depth = 0usize;
+    for (i, token) in tokens.iter().enumerate().skip(open) {
+        if token.is(opening) {
+            depth += 1;
+        } else if token.is(closing) {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+    }
+    tokens.len()
+}
+
+#[cfg(test)]
+mod tests;
