@@ -368,7 +368,10 @@ fn an_edit_during_refinement_is_not_overwritten_by_the_disk() {
         })
         .unwrap();
     assert_eq!(refined.refined, 0);
-    assert_eq!(names(&index.symbols("edited_in_buffer", None, 5)), ["edited_in_buffer"]);
+    assert_eq!(
+        names(&index.symbols("edited_in_buffer", None, 5)),
+        ["edited_in_buffer"]
+    );
     assert!(index.symbols("parse_http_request", None, 5).is_empty());
 
     // A phase-2 result computed before an edit and arriving after it is dropped too.
@@ -401,7 +404,9 @@ fn an_interrupted_refinement_resumes_after_a_restart() {
     assert_eq!((report.parsed, report.lexical_files), (0, 0));
     assert_eq!(index.references("serve", 5)[0].path, "src/other.rs");
     assert_eq!(
-        index.symbols("parse_http_request", None, 1)[0].doc.as_deref(),
+        index.symbols("parse_http_request", None, 1)[0]
+            .doc
+            .as_deref(),
         Some("Parses a request.")
     );
 }

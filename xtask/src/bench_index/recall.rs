@@ -198,19 +198,25 @@ pub fn measure(index: &Index, language: &str, corpus: &str, tags: &[Tag]) -> Rec
     recall
 }
 
-pub fn render(out: &mut String, recalls: &[Recall]) {
+pub fn render(out: &mut String, recalls: &[Recall], lexical: &[Recall]) {
     let _ = writeln!(
         out,
         "### Recall against ctags\n\nA definition counts as found when `wright symbols` \
          would return it: the index holds a definition of that name in that file on that \
-         line. Kinds compared (ctags → wright): {KIND_MAPPING}\n\n| language | corpus | ctags \
-         definitions | found by wright | recall | target ≥ {TARGET_PERCENT}% |\n\
-         |---|---|---|---|---|---|"
+         line. Kinds compared (ctags → wright): {KIND_MAPPING}\n\nTwice per language: after \
+         the lexical phase alone (what is searchable first; a scan per language, no parse \
+         tree), and final (after the tree-sitter refinement).\n\n| language | phase | corpus | \
+         ctags definitions | found by wright | recall | target ≥ {TARGET_PERCENT}% |\n\
+         |---|---|---|---|---|---|---|"
     );
-    for recall in recalls {
+    let phases = lexical
+        .iter()
+        .map(|r| ("lexical (phase 1)", r))
+        .chain(recalls.iter().map(|r| ("final", r)));
+    for (phase, recall) in phases.clone() {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.2}% | {} |",
+            "| {} | {phase} | {} | {} | {} | {:.2}% | {} |",
             recall.language,
             recall.corpus,
             recall.total,
@@ -225,13 +231,13 @@ pub fn render(out: &mut String, recalls: &[Recall]) {
     }
     let _ = writeln!(
         out,
-        "\nBy ctags kind:\n\n| language | kind | ctags | missed | recall | examples of misses |\n|---|---|---|---|---|---|"
+        "\nBy ctags kind:\n\n| language | phase | kind | ctags | missed | recall | examples of misses |\n|---|---|---|---|---|---|---|"
     );
-    for recall in recalls {
+    for (phase, recall) in phases {
         for (kind, counts) in &recall.kinds {
             let _ = writeln!(
                 out,
-                "| {} | {kind} | {} | {} | {:.2}% | {} |",
+                "| {} | {phase} | {kind} | {} | {} | {:.2}% | {} |",
                 recall.language,
                 counts.total,
                 counts.missed,

@@ -69,7 +69,7 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
                 depth += 1;
             }
             Tok::Punct(b')') if !in_body => depth = depth.saturating_sub(1),
-            Tok::Ident if !in_body && !(i > 0 && tokens[i - 1].is(b'.')) => {
+            Tok::Ident if !(in_body || (i > 0 && tokens[i - 1].is(b'.'))) => {
                 let text = token.text(source);
                 if matches!(text, "class" | "interface" | "enum" | "record")
                     && let Some(name) = tokens.get(i + 1).filter(|t| t.kind == Tok::Ident)

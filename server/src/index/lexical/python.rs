@@ -37,10 +37,9 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
         let line_start =
             memchr::memrchr(b'\n', &bytes[..token.start as usize]).map_or(0, |n| n + 1);
         let indent = token.start as usize - line_start;
-        let first_of_line = previous.is_some()
-            && bytes[line_start..token.start as usize]
-                .iter()
-                .all(|b| matches!(b, b' ' | b'\t' | b'\x0c'));
+        let first_of_line = bytes[line_start..token.start as usize]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\x0c'));
         if first_of_line {
             while scopes.last().is_some_and(|s| s.indent >= indent) {
                 scopes.pop();
@@ -68,7 +67,7 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
         if KEYWORDS.contains(&text) {
             continue;
         }
-        let names = assigned(source, tokens, i);
+        let names = assigned(tokens, i);
         // `name = lambda …` defines a function at any depth; other assignments are
         // definitions at module and class level only.
         let lambda = names.len() == 1
@@ -87,7 +86,7 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
 }
 
 /// The names a statement starting at `i` assigns: `a = …`, `a: T = …`, `a, b = …`.
-fn assigned<'t>(source: &str, tokens: &'t [Token], i: usize) -> Vec<&'t Token> {
+fn assigned(tokens: &[Token], i: usize) -> Vec<&Token> {
     let mut names = vec![&tokens[i]];
     let mut at = i + 1;
     while tokens.get(at).is_some_and(|t| t.is(b','))
@@ -112,8 +111,7 @@ fn assigned<'t>(source: &str, tokens: &'t [Token], i: usize) -> Vec<&'t Token> {
     if names.len() == 1 && next.is(b':') && !tokens.get(at + 1).is_some_and(|t| t.is(b'=')) {
         // An annotation: an assignment only when it has a value (ctags agrees).
         let mut depth = 0usize;
-        for j in at + 1..tokens.len() {
-            let t = &tokens[j];
+        for (j, t) in tokens.iter().enumerate().skip(at + 1) {
             match t.kind {
                 Tok::Punct(b'(' | b'[' | b'{') => depth += 1,
                 Tok::Punct(b')' | b']' | b'}') => depth = depth.saturating_sub(1),
@@ -123,7 +121,6 @@ fn assigned<'t>(source: &str, tokens: &'t [Token], i: usize) -> Vec<&'t Token> {
                 }
                 _ => {}
             }
-            let _ = source;
         }
     }
     Vec::new()
