@@ -25,6 +25,11 @@ use lexer::Token;
 pub fn scan(language: Language, source: &str) -> Option<Extracted> {
     let tokens = lexer::tokens(language, source);
     let mut out = Out::new(source);
+    let blocks = match language {
+        Language::Python | Language::Ruby => None,
+        Language::Go => Some(true),
+        _ => Some(false),
+    };
     match language {
         Language::Rust => rust::scan(source, &tokens, &mut out),
         Language::Python => python::scan(source, &tokens, &mut out),
@@ -37,6 +42,9 @@ pub fn scan(language: Language, source: &str) -> Option<Extracted> {
         }
         Language::Ruby => ruby::scan(source, &tokens, &mut out),
     }
+    if let Some(line_ends_statements) = blocks {
+        block_ends(&tokens, &mut out, line_ends_statements);
+    }
     Some(Extracted {
         definitions: out.definitions,
         references: Vec::new(),
@@ -47,6 +55,8 @@ pub fn scan(language: Language, source: &str) -> Option<Extracted> {
 pub(super) struct Out<'a> {
     source: &'a str,
     pub definitions: Vec<Definition>,
+    /// Where each definition's name starts (to find its token again).
+    name_starts: Vec<u32>,
 }
 
 impl<'a> Out<'a> {
@@ -54,6 +64,7 @@ impl<'a> Out<'a> {
         Self {
             source,
             definitions: Vec::new(),
+            name_starts: Vec::new(),
         }
     }
 
@@ -68,6 +79,7 @@ impl<'a> Out<'a> {
             memchr::memrchr(b'\n', &self.source.as_bytes()[..start]).map_or(0, |i| i + 1);
         let line_end = memchr::memchr(b'\n', &self.source.as_bytes()[start..])
             .map_or(self.source.len(), |i| start + i);
+        self.name_starts.push(name.start);
         self.definitions.push(Definition {
             name: text.to_owned(),
             kind: kind.to_owned(),
@@ -79,6 +91,55 @@ impl<'a> Out<'a> {
             signature: signature(&self.source[line_start..line_end]),
             doc: None,
         });
+    }
+}
+
+/// How far past a name the block that makes a definition's body may start.
+const MAX_HEADER_TOKENS: usize = 512;
+
+/// Gives each definition of a brace language the lines its body spans: the block that opens
+/// after its name, before its statement ends (`;`, `,`, a closing bracket, or for Go the end
+/// of the line outside brackets). Retrieval shows a definition by its range, so even a
+/// lexical entry should cover the body.
+fn block_ends(tokens: &[Token], out: &mut Out, line_ends_statements: bool) {
+    // The matching `}` of every `{`.
+    let mut closes = vec![u32::MAX; tokens.len()];
+    let mut open = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if token.is(b'{') {
+            open.push(i);
+        } else if token.is(b'}')
+            && let Some(start) = open.pop()
+        {
+            closes[start] = i as u32;
+        }
+    }
+    for (definition, start) in out.definitions.iter_mut().zip(&out.name_starts) {
+        let Ok(name) = tokens.binary_search_by_key(start, |t| t.start) else {
+            continue;
+        };
+        let mut depth = 0usize;
+        let mut line = tokens[name].line;
+        for i in name + 1..tokens.len().min(name + MAX_HEADER_TOKENS) {
+            let token = &tokens[i];
+            if line_ends_statements && depth == 0 && token.line != line {
+                break;
+            }
+            line = token.line;
+            match token.kind {
+                lexer::Tok::Punct(b'(' | b'[') => depth += 1,
+                lexer::Tok::Punct(b')' | b']') if depth == 0 => break,
+                lexer::Tok::Punct(b')' | b']') => depth -= 1,
+                lexer::Tok::Punct(b';' | b',' | b'}') if depth == 0 => break,
+                lexer::Tok::Punct(b'{') => {
+                    if let Some(close) = tokens.get(closes[i] as usize) {
+                        definition.end_line = close.line;
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
     }
 }
 

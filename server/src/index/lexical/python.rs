@@ -15,6 +15,8 @@ struct Scope {
     indent: usize,
     class: bool,
     name: String,
+    /// The definition it is the body of, whose last line is known when it closes.
+    definition: usize,
 }
 
 pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
@@ -25,6 +27,7 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
     for (i, token) in tokens.iter().enumerate() {
         // A statement starts a logical line: a new line outside brackets, or after `;`.
         let starts = depth == 0 && previous.is_none_or(|p| p.line < token.line || p.is(b';'));
+        let last_line = previous.map_or(0, |p| p.line);
         previous = Some(token);
         match token.kind {
             Tok::Punct(b'(' | b'[' | b'{') => depth += 1,
@@ -42,7 +45,9 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
             .all(|b| matches!(b, b' ' | b'\t' | b'\x0c'));
         if first_of_line {
             while scopes.last().is_some_and(|s| s.indent >= indent) {
-                scopes.pop();
+                if let Some(scope) = scopes.pop() {
+                    close(out, &scope, last_line);
+                }
             }
         }
         let text = token.text(source);
@@ -58,6 +63,7 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
             let class = keyword_text == "class";
             out.add(name, if class { "class" } else { "function" }, container);
             scopes.push(Scope {
+                definition: out.definitions.len() - 1,
                 indent: if first_of_line { indent } else { usize::MAX },
                 class,
                 name: name.text(source).to_owned(),
@@ -82,6 +88,17 @@ pub fn scan(source: &str, tokens: &[Token], out: &mut Out) {
                 out.add(name, "constant", container);
             }
         }
+    }
+    let last_line = tokens.last().map_or(0, |t| t.line);
+    while let Some(scope) = scopes.pop() {
+        close(out, &scope, last_line);
+    }
+}
+
+/// Ends a class's or function's range at the last line of its body.
+fn close(out: &mut Out, scope: &Scope, last_line: u32) {
+    if let Some(definition) = out.definitions.get_mut(scope.definition) {
+        definition.end_line = last_line.max(definition.start_line);
     }
 }
 

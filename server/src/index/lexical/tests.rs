@@ -309,3 +309,29 @@ end
         ]
     );
 }
+
+/// `name start-end` (1-based lines) of each definition.
+fn ranges(language: Language, source: &str) -> Vec<String> {
+    scan(language, source)
+        .expect("a scanner for the language")
+        .definitions
+        .into_iter()
+        .map(|d| format!("{} {}-{}", d.name, d.start_line + 1, d.end_line + 1))
+        .collect()
+}
+
+#[test]
+fn definitions_span_their_bodies() {
+    let rust = "pub fn tokenize(\n    input: &str,\n) -> Vec<String> {\n    let s = \"}\";\n}\nstruct Unit;\nenum E {\n    A { x: u8 },\n    B,\n}\n";
+    assert_eq!(
+        ranges(Language::Rust, rust),
+        ["tokenize 1-5", "Unit 6-6", "E 7-10", "A 8-8", "x 8-8", "B 9-9"]
+    );
+    let go = "type ID int\nfunc Run() {\n}\n";
+    assert_eq!(ranges(Language::Go, go), ["ID 1-1", "Run 2-3"]);
+    let python = "class A:\n    def f(self):\n        pass\n\n    x = 1\ndef g():\n    return 2\n";
+    assert_eq!(
+        ranges(Language::Python, python),
+        ["A 1-5", "f 2-3", "x 5-5", "g 6-7"]
+    );
+}
