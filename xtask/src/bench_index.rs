@@ -314,14 +314,23 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     // cache of its own), and final.
     let mut recalls = Vec::new();
     let mut lexical_recalls = Vec::new();
+    let mut precisions = Vec::new();
     progress("recall: Rust (the corpus above)");
     lexical_recalls.push(bench.lexical_recall(&corpus, "Rust", &corpus_note, &ctags.tags)?);
-    recalls.push(recall::measure(
-        &bench.open_index(&corpus)?,
+    let index = bench.open_index(&corpus)?;
+    recalls.push(recall::measure(&index, "Rust", &corpus_note, &ctags.tags));
+    let rust_files: Vec<String> = files
+        .iter()
+        .filter(|f| recall::in_recall_set("Rust", f))
+        .cloned()
+        .collect();
+    precisions.push(recall::lexical_precision(
+        &index,
+        &corpus,
         "Rust",
-        &corpus_note,
-        &ctags.tags,
+        &rust_files,
     ));
+    drop(index);
     for (language, root) in recall_corpora()? {
         progress(&format!("recall: {language} ({})", root.display()));
         let stats = bench.wright_index(&root)?;
@@ -337,6 +346,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         let ctags = run_ctags(&bench.work.join(format!("{name}.tags")), &root, &files)?;
         let corpus_label = format!("`{}`, {} files", root.display(), files.len());
         lexical_recalls.push(bench.lexical_recall(&root, language, &corpus_label, &ctags.tags)?);
+        precisions.push(recall::lexical_precision(&index, &root, language, &files));
         recalls.push(recall::measure(
             &index,
             language,
@@ -363,7 +373,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         &corpus_note,
         &rows,
         &grep_rows,
-        (&lexical_recalls, &recalls),
+        (&lexical_recalls, &recalls, &precisions),
         &notes,
         started.elapsed(),
     );
@@ -978,8 +988,8 @@ fn render(
     corpus: &str,
     rows: &[Row],
     grep: &[GrepRow],
-    // After the lexical phase, and final.
-    recalls: (&[Recall], &[Recall]),
+    // After the lexical phase, final, and the lexical phase's precision.
+    recalls: (&[Recall], &[Recall], &[recall::Precision]),
     notes: &[String],
     elapsed: Duration,
 ) -> String {
@@ -1028,6 +1038,6 @@ fn render(
         );
     }
     let _ = writeln!(out);
-    recall::render(&mut out, recalls.1, recalls.0);
+    recall::render(&mut out, recalls.1, recalls.0, recalls.2);
     out
 }

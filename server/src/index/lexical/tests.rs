@@ -325,7 +325,14 @@ fn definitions_span_their_bodies() {
     let rust = "pub fn tokenize(\n    input: &str,\n) -> Vec<String> {\n    let s = \"}\";\n}\nstruct Unit;\nenum E {\n    A { x: u8 },\n    B,\n}\n";
     assert_eq!(
         ranges(Language::Rust, rust),
-        ["tokenize 1-5", "Unit 6-6", "E 7-10", "A 8-8", "x 8-8", "B 9-9"]
+        [
+            "tokenize 1-5",
+            "Unit 6-6",
+            "E 7-10",
+            "A 8-8",
+            "x 8-8",
+            "B 9-9"
+        ]
     );
     let go = "type ID int\nfunc Run() {\n}\n";
     assert_eq!(ranges(Language::Go, go), ["ID 1-1", "Run 2-3"]);
