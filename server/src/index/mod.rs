@@ -133,10 +133,12 @@ pub struct Refined {
 }
 
 /// How often the refinement commits: each commit makes a batch of files complete for
-/// searches (and costs a segment write), so neither too often nor too rarely.
-const REFINE_COMMIT_EVERY: Duration = Duration::from_secs(2);
+/// searches, but costs a segment flush and the merges of the segments its deletes thin out
+/// (committing every 2 s made a cold index half again as long); symbols are searchable all
+/// along, so batches of several seconds are fine.
+const REFINE_COMMIT_EVERY: Duration = Duration::from_secs(10);
 /// How often it also writes the whole manifest, so a restart resumes near where it stopped.
-const REFINE_MANIFEST_EVERY: Duration = Duration::from_secs(20);
+const REFINE_MANIFEST_EVERY: Duration = Duration::from_secs(30);
 
 /// A symbol found by a query.
 #[derive(Clone, Debug, PartialEq)]
