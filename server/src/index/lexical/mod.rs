@@ -4,9 +4,10 @@
 //!
 //! One scanner per language reads the tokens of [`lexer`] (comments skipped, strings hidden)
 //! and yields definitions with the tree-sitter extractor's kind names, line, column, signature
-//! line and, where the scanner tracks blocks anyway, the container. No references, no doc
-//! comments, no ranges beyond the name's line: those come with phase 2. A language without a
-//! scanner here (none today beyond the listed ones) returns `None` and waits for phase 2.
+//! line, the lines of its body where a block or indentation shows them, and, where the
+//! scanner tracks blocks anyway, the container. No references and no doc comments: those come
+//! with phase 2. Every supported language has a scanner; one added without a scanner gets
+//! `None` here, and its files have no entries until phase 2.
 
 mod c;
 mod go;
@@ -21,7 +22,7 @@ use super::extract::{Definition, Extracted, signature};
 use crate::languages::Language;
 use lexer::Token;
 
-/// The definitions of `source` found lexically, or `None` when `language` has no scanner.
+/// The definitions of `source` found lexically (`None` would mean `language` has no scanner).
 pub fn scan(language: Language, source: &str) -> Option<Extracted> {
     let tokens = lexer::tokens(language, source);
     let mut out = Out::new(source);
