@@ -60,7 +60,7 @@ impl Workspace {
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "indexing {bar:30} {pos}/{len} files {elapsed}",
+                    "{msg} {bar:30} {pos}/{len} files {elapsed}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
@@ -69,6 +69,10 @@ impl Workspace {
         let report = index
             .refresh(&|progress| {
                 if let Some(bar) = &bar {
+                    bar.set_message(match progress.phase {
+                        index::Phase::Lexical => "indexing",
+                        index::Phase::Refining => "refining",
+                    });
                     bar.set_length(progress.total as u64);
                     bar.set_position(progress.done as u64);
                 }
@@ -120,6 +124,8 @@ pub fn index(workspace: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::
             "references": report.references,
             "bytes": report.bytes,
             "seconds": report.seconds,
+            "searchable_ms": (report.searchable_seconds * 1000.0).round() as u64,
+            "lexical_files": report.lexical_files,
             "incremental": report.incremental,
             "read_only": report.read_only,
             "parsed": report.parsed,
@@ -133,7 +139,7 @@ pub fn index(workspace: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::
     }
     writeln!(
         out,
-        "indexed {} source files ({} parsed{}), {} symbols, {} references, {} bytes in {:.2} s ({})",
+        "indexed {} source files ({} parsed{}), {} symbols, {} references, {} bytes in {:.2} s, searchable after {:.2} s ({})",
         report.files,
         report.parsed,
         if report.removed > 0 {
@@ -145,6 +151,7 @@ pub fn index(workspace: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::
         report.references,
         report.bytes,
         report.seconds,
+        report.searchable_seconds,
         if report.incremental {
             "incremental"
         } else {

@@ -207,6 +207,9 @@ fn index_reports_a_cold_then_an_incremental_build() {
         serde_json::json!(["node_modules"])
     );
     assert!(cold["bytes"].as_u64().unwrap() > 0 && cold["seconds"].as_f64().is_some());
+    // Searchable after the lexical phase; complete (nothing left lexical) when it returns.
+    assert!(cold["searchable_ms"].as_u64().is_some(), "{cold}");
+    assert_eq!(cold["lexical_files"], 0);
 
     let doctor: Value =
         serde_json::from_slice(&run(&["doctor", "--json", "--root", root], &env).stdout).unwrap();

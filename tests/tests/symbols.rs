@@ -142,8 +142,21 @@ fn indexing_reports_progress_when_the_client_supports_it() {
             .contains("1 files"),
         "{end}"
     );
-    // Reports in between, if any.
-    while editor.try_take(|m| m["method"] == "$/progress").is_some() {}
+    // Reports in between: the lexical phase's, then the tree-sitter refinement's, which the
+    // progress outlasts (symbols are served before it).
+    let mut reports = Vec::new();
+    while let Some(report) = editor.try_take(|m| m["method"] == "$/progress") {
+        reports.push(
+            report["params"]["value"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        );
+    }
+    assert!(
+        reports.iter().any(|m| m == "refining 1/1 files"),
+        "{reports:?}"
+    );
     editor.symbols_until("alpha", |s| s.len() == 1);
     assert!(editor.shutdown().success());
 }

@@ -285,7 +285,7 @@ impl Lines {
     }
 }
 
-fn signature(line: &str) -> String {
+pub(super) fn signature(line: &str) -> String {
     let line = line.trim();
     match line.char_indices().nth(MAX_SIGNATURE) {
         Some((cut, _)) => format!("{}…", &line[..cut]),

@@ -1,15 +1,26 @@
 //! The workspace symbol index: tree-sitter tags of every supported file, in a tantivy index
 //! persisted in the user's cache directory, kept current incrementally.
 //!
+//! A refresh runs in two phases: [`Index::refresh_lexical`] indexes the changed files'
+//! definitions from a lexical scan (`lexical/`) and commits, so the workspace is searchable in
+//! about the time a tags program takes; [`Index::refine`] then replaces each file's lexical
+//! entries with the tree-sitter extraction (references, doc comments, ranges), a batch per
+//! commit. The manifest marks the files still lexical, so an interrupted refinement resumes at
+//! the next open instead of trusting lexical entries as final.
+//!
 //! Invariants: parse trees never outlive the extraction of one file (a whole workspace of
 //! trees would not fit in memory); an index on disk is trusted only when its format version
 //! and schema match and it opens cleanly, and is rebuilt otherwise; the manifest of indexed
 //! files is written only after the tantivy commit it describes, so a crash between the two
 //! leaves the manifest behind the index, which the next refresh repairs, never ahead of it; a
 //! commit of buffer updates writes only the list of files it changed (`stale.json`), whose
-//! entries the next open treats as changed, so a refresh re-reads them from the disk.
+//! entries the next open treats as changed, so a refresh re-reads them from the disk; a file's
+//! lexical and refined documents are swapped in one commit (delete and add together), and a
+//! refinement is dropped when the file was updated or removed since its lexical entry was
+//! made, so a buffer change is never overwritten by an older parse of the disk.
 
 mod extract;
+mod lexical;
 mod macros;
 mod recent;
 mod schema;
@@ -19,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{
@@ -29,6 +40,7 @@ use tantivy::schema::{IndexRecordOption, TantivyDocument, Value};
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Term};
 
 pub use extract::{Definition, Extracted, Reference, extract};
+pub use lexical::scan as scan_lexical;
 pub use schema::{identifier_parts, words};
 pub use store::{FileRecord, root_key};
 
@@ -78,6 +90,11 @@ pub struct Report {
     /// Bytes of source in the index.
     pub bytes: u64,
     pub seconds: f64,
+    /// When the lexical phase had committed: from then on, symbols were searchable.
+    pub searchable_seconds: f64,
+    /// Files whose entries are still lexical (phase 2 pending): 0 after a complete refresh
+    /// unless some file could not be read again.
+    pub lexical_files: usize,
     /// Whether the refresh started from a valid index.
     pub incremental: bool,
     /// Another process holds the index's writer: nothing was refreshed, the index is used as
@@ -91,9 +108,37 @@ pub struct Report {
 /// Progress of a refresh, for progress bars.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
+    pub phase: Phase,
     pub done: usize,
     pub total: usize,
 }
+
+/// The two phases of a refresh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Changed files scanned lexically; searchable once this phase commits.
+    Lexical,
+    /// Lexical entries replaced by the tree-sitter extraction.
+    Refining,
+}
+
+/// What [`Index::refine`] did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Refined {
+    /// Files whose lexical entries were replaced.
+    pub refined: usize,
+    /// Files still lexical afterwards (stopped, unreadable, or updated meanwhile and then
+    /// indexed by that update: those are not counted).
+    pub remaining: usize,
+}
+
+/// How often the refinement commits: each commit makes a batch of files complete for
+/// searches, but costs a segment flush and the merges of the segments its deletes thin out
+/// (committing every 2 s made a cold index half again as long); symbols are searchable all
+/// along, so batches of several seconds are fine.
+const REFINE_COMMIT_EVERY: Duration = Duration::from_secs(10);
+/// How often it also writes the whole manifest, so a restart resumes near where it stopped.
+const REFINE_MANIFEST_EVERY: Duration = Duration::from_secs(30);
 
 /// A symbol found by a query.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,6 +262,8 @@ impl Index {
                 .sum(),
             bytes: manifest.files.values().map(|r| r.size).sum(),
             seconds: started.elapsed().as_secs_f64(),
+            searchable_seconds: 0.0,
+            lexical_files: manifest.files.values().filter(|r| r.lexical).count(),
             incremental: true,
             read_only: true,
             other_files: 0,
@@ -224,9 +271,35 @@ impl Index {
         }
     }
 
-    /// Brings the index up to date with the disk: parses new and changed files (size, mtime,
-    /// then content hash), drops files that are gone.
+    /// Brings the index up to date with the disk, both phases: returns once every file's
+    /// entries are the tree-sitter extraction's.
     pub fn refresh(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<Report, IndexError> {
+        let started = Instant::now();
+        let report = self.refresh_lexical(progress)?;
+        if report.read_only {
+            return Ok(report);
+        }
+        let refined = self.refine(progress, &|| false)?;
+        let complete = self.report_as_is(started);
+        Ok(Report {
+            files: complete.files,
+            definitions: complete.definitions,
+            references: complete.references,
+            bytes: complete.bytes,
+            lexical_files: refined.remaining,
+            seconds: started.elapsed().as_secs_f64(),
+            ..report
+        })
+    }
+
+    /// Phase 1: brings the index's file list up to date with the disk — scans new and changed
+    /// files (size, mtime, then content hash) lexically, drops files that are gone — and
+    /// commits, so that symbols are searchable when this returns; the files scanned are marked
+    /// lexical for [`Index::refine`].
+    pub fn refresh_lexical(
+        &self,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Report, IndexError> {
         let started = Instant::now();
         if self.read_only() {
             return Ok(self.report_as_is(started));
@@ -317,7 +390,7 @@ impl Index {
                                         FileText::Text(text) => Some(text),
                                     };
                                     if let Some(text) = text {
-                                        let record = self.index_text(
+                                        let record = self.index_lexical(
                                             writer,
                                             *language,
                                             &entry.relative,
@@ -333,6 +406,7 @@ impl Index {
                         let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                         if finished.is_multiple_of(64) || finished == total {
                             progress(Progress {
+                                phase: Phase::Lexical,
                                 done: finished,
                                 total,
                             });
@@ -395,8 +469,153 @@ impl Index {
             read_only: false,
             other_files,
             skipped,
+            searchable_seconds: started.elapsed().as_secs_f64(),
             ..self.report_as_is(started)
         })
+    }
+
+    /// Phase 2: replaces the entries of every file still lexical with the tree-sitter
+    /// extraction, in parallel, committing a batch every [`REFINE_COMMIT_EVERY`]. A file
+    /// updated (from a buffer or the disk) or removed since its lexical scan keeps what that
+    /// change put there. `stop` is asked between files; what is left stays lexical, in the
+    /// manifest too, for the next refinement.
+    pub fn refine(
+        &self,
+        progress: &(dyn Fn(Progress) + Sync),
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Refined, IndexError> {
+        let pending: Vec<(String, u64)> = self
+            .read_manifest()
+            .files
+            .iter()
+            .filter(|(_, record)| record.lexical)
+            .map(|(path, record)| (path.clone(), record.hash))
+            .collect();
+        if self.read_only() || pending.is_empty() {
+            return Ok(Refined {
+                refined: 0,
+                remaining: pending.len(),
+            });
+        }
+        let total = pending.len();
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let refined = AtomicUsize::new(0);
+        let last_commit = Mutex::new(Instant::now());
+        let last_manifest = Mutex::new(Instant::now());
+        let failure: Mutex<Option<IndexError>> = Mutex::new(None);
+        let threads = std::thread::available_parallelism()
+            .map_or(2, usize::from)
+            .min(8);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        if stop() {
+                            break;
+                        }
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((relative, lexical_hash)) = pending.get(i) else {
+                            break;
+                        };
+                        if self.refine_file(relative, *lexical_hash) {
+                            refined.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if finished.is_multiple_of(64) || finished == total {
+                            progress(Progress {
+                                phase: Phase::Refining,
+                                done: finished,
+                                total,
+                            });
+                        }
+                        let due = {
+                            let mut last = last_commit.lock().unwrap_or_else(|e| e.into_inner());
+                            let due = last.elapsed() >= REFINE_COMMIT_EVERY;
+                            if due {
+                                *last = Instant::now();
+                            }
+                            due
+                        };
+                        if due {
+                            let manifest_due = {
+                                let mut last =
+                                    last_manifest.lock().unwrap_or_else(|e| e.into_inner());
+                                let due = last.elapsed() >= REFINE_MANIFEST_EVERY;
+                                if due {
+                                    *last = Instant::now();
+                                }
+                                due
+                            };
+                            let result = if manifest_due {
+                                let guard = self.lock_writer();
+                                let manifest = self.read_manifest().clone();
+                                self.commit_locked(guard, manifest)
+                            } else {
+                                self.commit()
+                            };
+                            if let Err(err) = result {
+                                *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
+                                break;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(err) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(err);
+        }
+        let guard = self.lock_writer();
+        let manifest = self.read_manifest().clone();
+        let remaining = manifest.files.values().filter(|r| r.lexical).count();
+        self.commit_locked(guard, manifest)?;
+        Ok(Refined {
+            refined: refined.into_inner(),
+            remaining,
+        })
+    }
+
+    /// Extracts one lexical file with tree-sitter and swaps its documents, unless the file was
+    /// updated or removed since its lexical entry (whose content hash was `lexical_hash`).
+    /// Whether it was swapped.
+    fn refine_file(&self, relative: &str, lexical_hash: u64) -> bool {
+        let Some(language) = Language::from_path(Path::new(relative)) else {
+            return false;
+        };
+        let path = self.root.join(relative);
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            return false;
+        };
+        let Ok(bytes) = std::fs::read(&path) else {
+            return false;
+        };
+        let hash = store::hash(&bytes);
+        let text = match workspace::decode(bytes) {
+            FileText::Binary => return false,
+            FileText::Lossy(text) | FileText::Text(text) => text,
+        };
+        // The parse runs without the writer: updates go on meanwhile, and are checked for below.
+        let extracted = extract(language, &text).unwrap_or_default();
+        let documents = self.documents(relative, &extracted);
+        let record = FileRecord::new(
+            text.len() as u64,
+            workspace::mtime_ns(&metadata),
+            hash,
+            &extracted,
+        );
+        let guard = self.lock_writer();
+        let Some(writer) = guard.as_ref() else {
+            return false;
+        };
+        let mut manifest = self.manifest.write().unwrap_or_else(|e| e.into_inner());
+        let current = manifest.files.get_mut(relative);
+        let Some(current) = current.filter(|r| r.lexical && r.hash == lexical_hash) else {
+            return false;
+        };
+        self.add(writer, relative, documents);
+        *current = record;
+        true
     }
 
     /// Re-indexes one file from text the editor holds (not the disk): searchable when this
@@ -522,8 +741,10 @@ impl Index {
         self.manifest.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Extracts and adds one file's documents (after deleting its old ones).
-    fn index_text(
+    /// Scans one file lexically and adds its documents (after deleting its old ones); its
+    /// record is marked lexical, for [`Index::refine`]. A language without a lexical scanner
+    /// has no documents until then.
+    fn index_lexical(
         &self,
         writer: &IndexWriter,
         language: Language,
@@ -532,9 +753,12 @@ impl Index {
         hash: u64,
         mtime_ns: u64,
     ) -> FileRecord {
-        let extracted = extract(language, text).unwrap_or_default();
+        let extracted = lexical::scan(language, text).unwrap_or_default();
         self.add(writer, relative, self.documents(relative, &extracted));
-        FileRecord::new(text.len() as u64, mtime_ns, hash, &extracted)
+        FileRecord {
+            lexical: true,
+            ..FileRecord::new(text.len() as u64, mtime_ns, hash, &extracted)
+        }
     }
 
     /// Replaces a file's documents in the writer (effective at the commit).

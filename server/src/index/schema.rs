@@ -10,9 +10,10 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-/// Bumped whenever the schema, the tokenizer or what extraction stores changes: an index of
-/// another format is rebuilt, never read.
-pub const FORMAT_VERSION: u32 = 3;
+/// Bumped whenever the schema, the tokenizer, what extraction stores or the manifest changes
+/// (4: files whose entries are still lexical are marked): an index of another format is
+/// rebuilt, never read.
+pub const FORMAT_VERSION: u32 = 4;
 
 pub const IDENTIFIER_TOKENIZER: &str = "wright_identifier";
 

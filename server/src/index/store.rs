@@ -2,7 +2,7 @@
 //!
 //! Layout: `<cache>/index/<hash of root>-<root name>/` holding `meta.json` (format version and
 //! root), `tantivy/`, `manifest.json` (per file: size, mtime, content hash, the names it
-//! defines and references) and, after incremental commits, `stale.json` (the files those
+//! defines and references, whether its entries are still lexical) and, after incremental commits, `stale.json` (the files those
 //! commits changed, whose manifest entries are out of date). Anything unexpected there means
 //! the folder is rebuilt.
 
@@ -34,6 +34,10 @@ pub struct FileRecord {
     pub defines: Vec<String>,
     /// Distinct names referenced here, with how often.
     pub references: Vec<(String, u32)>,
+    /// Its documents come from the lexical scan only: the tree-sitter pass has yet to
+    /// replace them (an interrupted refinement resumes with these files).
+    #[serde(default)]
+    pub lexical: bool,
 }
 
 impl FileRecord {
@@ -57,6 +61,7 @@ impl FileRecord {
             reference_count: extracted.references.len() as u32,
             defines,
             references: counts.into_iter().map(|(n, c)| (n.to_owned(), c)).collect(),
+            lexical: false,
         }
     }
 }

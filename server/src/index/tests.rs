@@ -316,3 +316,97 @@ fn a_second_process_reads_an_index_whose_writer_is_taken() {
     drop(reader);
     assert!(!fixture.open().read_only());
 }
+
+/// A file whose tree-sitter extraction has what the lexical scan lacks: a doc comment and
+/// references.
+const DOCUMENTED: &str = "/// Parses a request.\npub fn parse_http_request() {}\n\npub fn serve() { parse_http_request() }\n";
+
+fn lexical(index: &Index) -> Report {
+    index.refresh_lexical(&|_| {}).unwrap()
+}
+
+#[test]
+fn lexical_phase_is_searchable_then_refined_with_references_and_docs() {
+    let fixture = Fixture::new("two-phase");
+    fixture.write("src/lib.rs", DOCUMENTED);
+    fixture.write("app.py", "def main():\n    serve()\n");
+    let index = fixture.open();
+
+    let report = lexical(&index);
+    assert_eq!((report.files, report.lexical_files), (2, 2));
+    let hits = index.symbols("parse_http_request", None, 5);
+    assert_eq!(names(&hits), ["parse_http_request"]);
+    assert_eq!((hits[0].line, hits[0].column), (1, 7));
+    assert_eq!(hits[0].doc, None, "the lexical scan reads no doc comments");
+    assert!(index.references("parse_http_request", 5).is_empty());
+    assert!(index.files().values().all(|record| record.lexical));
+
+    let refined = index.refine(&|_| {}, &|| false).unwrap();
+    assert_eq!((refined.refined, refined.remaining), (2, 0));
+    let hits = index.symbols("parse_http_request", None, 5);
+    assert_eq!(names(&hits), ["parse_http_request"]);
+    assert_eq!(hits[0].doc.as_deref(), Some("Parses a request."));
+    assert_eq!(index.references("parse_http_request", 5).len(), 1);
+    assert_eq!(index.references("serve", 5)[0].path, "app.py");
+    assert!(index.files().values().all(|record| !record.lexical));
+}
+
+#[test]
+fn an_edit_during_refinement_is_not_overwritten_by_the_disk() {
+    let fixture = Fixture::new("refine-edit");
+    fixture.write("src/lib.rs", DOCUMENTED);
+    let index = fixture.open();
+    lexical(&index);
+
+    // The buffer changes after the refinement started, before it reached the file: the
+    // refinement's parse of the disk must not replace the buffer's entries.
+    let edited = std::sync::Once::new();
+    let refined = index
+        .refine(&|_| {}, &|| {
+            edited.call_once(|| index.update_text("src/lib.rs", "pub fn edited_in_buffer() {}\n"));
+            false
+        })
+        .unwrap();
+    assert_eq!(refined.refined, 0);
+    assert_eq!(
+        names(&index.symbols("edited_in_buffer", None, 5)),
+        ["edited_in_buffer"]
+    );
+    assert!(index.symbols("parse_http_request", None, 5).is_empty());
+
+    // A phase-2 result computed before an edit and arriving after it is dropped too.
+    drop(index);
+    let index = fixture.open();
+    lexical(&index);
+    let record = index.files()["src/lib.rs"].clone();
+    assert!(record.lexical);
+    index.update_text("src/lib.rs", "pub fn newer() {}\n");
+    assert!(!index.refine_file("src/lib.rs", record.hash));
+    assert_eq!(names(&index.symbols("newer", None, 5)), ["newer"]);
+}
+
+#[test]
+fn an_interrupted_refinement_resumes_after_a_restart() {
+    let fixture = Fixture::new("refine-resume");
+    fixture.write("src/lib.rs", DOCUMENTED);
+    fixture.write("src/other.rs", "pub fn other() { serve() }\n");
+    let index = fixture.open();
+    lexical(&index);
+    let stopped = index.refine(&|_| {}, &|| true).unwrap();
+    assert_eq!((stopped.refined, stopped.remaining), (0, 2));
+    drop(index);
+
+    // The manifest on disk still says lexical: the next refresh refines, parsing nothing anew.
+    let index = fixture.open();
+    assert_eq!(index.opened, Opened::Existing);
+    assert!(index.files().values().all(|record| record.lexical));
+    let report = refresh(&index);
+    assert_eq!((report.parsed, report.lexical_files), (0, 0));
+    assert_eq!(index.references("serve", 5)[0].path, "src/other.rs");
+    assert_eq!(
+        index.symbols("parse_http_request", None, 1)[0]
+            .doc
+            .as_deref(),
+        Some("Parses a request.")
+    );
+}

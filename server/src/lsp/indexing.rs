@@ -2,6 +2,10 @@
 //! the background with `$/progress`, then kept current from the editor's buffers and from
 //! watched-file events.
 //!
+//! Indexing is two-phase (see `index/`): `workspace/symbol` is served once the lexical phase
+//! has committed, and `$/progress` goes on through the refinement ("refining N/M files"),
+//! ending when it does; retrieval reads whatever the index holds meanwhile.
+//!
 //! Invariants: indexing never blocks a handler (it runs on blocking threads); an open
 //! document is indexed from its buffer, never from the disk; updates are debounced briefly
 //! and read the buffer's text when applied, so a burst of keystrokes costs one re-index.
@@ -135,7 +139,8 @@ impl Indexes {
                     std::thread::sleep(WRITER_RETRY_DELAY);
                     index = Index::open(&job_root, options.clone())?;
                 }
-                let report = index.refresh(&|p| {
+                // Phase 1 only: symbols are served as soon as it has committed.
+                let report = index.refresh_lexical(&|p| {
                     let _ = sender.send(p);
                 })?;
                 Ok::<_, index::IndexError>((index, report))
@@ -145,20 +150,19 @@ impl Indexes {
             }
             match job.await {
                 Ok(Ok((index, report))) => {
-                    let summary = format!(
-                        "indexed {}: {} files, {} symbols in {:.1} s{}",
+                    tracing::info!(
+                        "{}: {} files, {} symbols searchable in {:.1} s{}; {} files to refine",
                         root.display(),
                         report.files,
                         report.definitions,
-                        report.seconds,
+                        report.searchable_seconds,
                         if report.incremental {
                             " (incremental)"
                         } else {
                             ""
-                        }
+                        },
+                        report.lexical_files
                     );
-                    tracing::info!("{summary}");
-                    reporter.end(&summary).await;
                     if report.read_only {
                         client
                             .log_message(
@@ -170,10 +174,11 @@ impl Indexes {
                             )
                             .await;
                     }
+                    let index = Arc::new(index);
                     self.indexes
                         .write()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push(Arc::new(index));
+                        .push(Arc::clone(&index));
                     // The refresh read the disk; open buffers may say otherwise.
                     let open: Vec<PathBuf> = self
                         .lock_buffers()
@@ -187,6 +192,8 @@ impl Indexes {
                     for path in open {
                         self.changed(path);
                     }
+                    // Phase 2 in the background: the progress ends when it does.
+                    tokio::spawn(refine(Arc::downgrade(self), index, report, reporter));
                 }
                 Ok(Err(err)) => {
                     reporter.end("indexing failed").await;
@@ -312,6 +319,70 @@ async fn apply_updates(
     }
 }
 
+/// Phase 2 of a root's indexing: replaces the lexical entries with the tree-sitter
+/// extraction while symbols are already served, reporting "refining N/M files"; stops when
+/// the index is no longer wanted (roots changed, rebuild).
+async fn refine(
+    indexes: std::sync::Weak<Indexes>,
+    index: Arc<Index>,
+    report: index::Report,
+    reporter: Reporter,
+) {
+    let (sender, mut receiver) = mpsc::unbounded_channel::<index::Progress>();
+    let job_index = Arc::clone(&index);
+    let job = tokio::task::spawn_blocking(move || {
+        let wanted = || {
+            indexes.upgrade().is_some_and(|indexes| {
+                indexes
+                    .indexes
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .any(|held| Arc::ptr_eq(held, &job_index))
+            })
+        };
+        job_index.refine(
+            &|p| {
+                let _ = sender.send(p);
+            },
+            &|| !wanted(),
+        )
+    });
+    while let Some(p) = receiver.recv().await {
+        reporter.report(p).await;
+    }
+    let root = index.root().display().to_string();
+    match job.await {
+        Ok(Ok(refined)) => {
+            let files = index.files();
+            let definitions: usize = files.values().map(|r| r.definition_count as usize).sum();
+            let summary = format!(
+                "indexed {root}: {} files, {definitions} symbols in {:.1} s (searchable after {:.1} s){}{}",
+                files.len(),
+                report.seconds,
+                report.searchable_seconds,
+                if report.incremental {
+                    " (incremental)"
+                } else {
+                    ""
+                },
+                if refined.remaining > 0 {
+                    format!("; {} files not refined yet", refined.remaining)
+                } else {
+                    String::new()
+                }
+            );
+            tracing::info!("{summary}");
+            reporter.end(&summary).await;
+        }
+        Ok(Err(err)) => {
+            tracing::error!("refining the index of {root} failed: {err}");
+            reporter.end("refining the index failed").await;
+        }
+        Err(err) => tracing::error!("the refining task of {root} failed: {err}"),
+    }
+}
+
 /// `$/progress` for one root's indexing, when the client supports work-done progress.
 struct Reporter {
     progress: Option<
@@ -350,12 +421,13 @@ impl Reporter {
     async fn report(&self, progress: index::Progress) {
         if let Some(ongoing) = &self.progress {
             let percent = (progress.done * 100 / progress.total.max(1)) as u32;
-            ongoing
-                .report_with_message(
-                    format!("{}/{} files", progress.done, progress.total),
-                    percent,
-                )
-                .await;
+            let message = match progress.phase {
+                index::Phase::Lexical => format!("{}/{} files", progress.done, progress.total),
+                index::Phase::Refining => {
+                    format!("refining {}/{} files", progress.done, progress.total)
+                }
+            };
+            ongoing.report_with_message(message, percent).await;
         }
     }
 

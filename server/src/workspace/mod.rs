@@ -230,11 +230,7 @@ pub fn walk(
                 note(SkipReason::TooLarge, entry.path());
                 return WalkState::Continue;
             }
-            let mtime_ns = metadata
-                .modified()
-                .ok()
-                .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |since| since.as_nanos() as u64);
+            let mtime_ns = mtime_ns(&metadata);
             let keep_going = visit(FileEntry {
                 relative: relative_path(root, entry.path()),
                 path: entry.into_path(),
@@ -254,6 +250,16 @@ pub fn walk(
 }
 
 /// `path` relative to `root` with `/` separators (the path itself when outside `root`).
+/// A file's modification time in nanoseconds since the epoch (0 when unknown), as the walk
+/// reports it.
+pub fn mtime_ns(metadata: &std::fs::Metadata) -> u64 {
+    metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |since| since.as_nanos() as u64)
+}
+
 pub fn relative_path(root: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(root).unwrap_or(path);
     let text = relative.to_string_lossy();

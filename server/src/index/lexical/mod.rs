@@ -1,0 +1,174 @@
+//! Phase 1 of a cold index: definitions found by a lexical scan, no parse tree, so that a
+//! workspace is searchable in the time a tags program takes; the tree-sitter pass (phase 2)
+//! then replaces each file's entries with the full extraction.
+//!
+//! One scanner per language reads the tokens of [`lexer`] (comments skipped, strings hidden)
+//! and yields definitions with the tree-sitter extractor's kind names, line, column, signature
+//! line, the lines of its body where a block or indentation shows them, and, where the
+//! scanner tracks blocks anyway, the container. No references and no doc comments: those come
+//! with phase 2. Every supported language has a scanner; one added without a scanner gets
+//! `None` here, and its files have no entries until phase 2.
+
+mod c;
+mod go;
+mod java;
+mod js;
+mod lexer;
+mod python;
+mod ruby;
+mod rust;
+
+use super::extract::{Definition, Extracted, signature};
+use crate::languages::Language;
+use lexer::Token;
+
+/// The definitions of `source` found lexically (`None` would mean `language` has no scanner).
+pub fn scan(language: Language, source: &str) -> Option<Extracted> {
+    let tokens = lexer::tokens(language, source);
+    let mut out = Out::new(source);
+    let blocks = match language {
+        Language::Python | Language::Ruby => None,
+        Language::Go => Some(true),
+        _ => Some(false),
+    };
+    match language {
+        Language::Rust => rust::scan(source, &tokens, &mut out),
+        Language::Python => python::scan(source, &tokens, &mut out),
+        // A `.h` file may be C++: C is read with C++'s few extra forms, as ctags reads both.
+        Language::C | Language::Cpp => c::scan(source, &tokens, &mut out),
+        Language::Go => go::scan(source, &tokens, &mut out),
+        Language::Java => java::scan(source, &tokens, &mut out),
+        Language::JavaScript | Language::TypeScript | Language::Tsx => {
+            js::scan(source, &tokens, &mut out)
+        }
+        Language::Ruby => ruby::scan(source, &tokens, &mut out),
+    }
+    if let Some(line_ends_statements) = blocks {
+        block_ends(&tokens, &mut out, line_ends_statements);
+    }
+    Some(Extracted {
+        definitions: out.definitions,
+        references: Vec::new(),
+    })
+}
+
+/// The definitions found so far, with what turns a token into one.
+pub(super) struct Out<'a> {
+    source: &'a str,
+    pub definitions: Vec<Definition>,
+    /// Where each definition's name starts (to find its token again).
+    name_starts: Vec<u32>,
+}
+
+impl<'a> Out<'a> {
+    fn new(source: &'a str) -> Self {
+        Self {
+            source,
+            definitions: Vec::new(),
+            name_starts: Vec::new(),
+        }
+    }
+
+    /// Records the definition named by `name`.
+    pub fn add(&mut self, name: &Token, kind: &str, container: Option<&str>) {
+        let text = name.text(self.source);
+        if text.is_empty() {
+            return;
+        }
+        let start = name.start as usize;
+        let line_start =
+            memchr::memrchr(b'\n', &self.source.as_bytes()[..start]).map_or(0, |i| i + 1);
+        let line_end = memchr::memchr(b'\n', &self.source.as_bytes()[start..])
+            .map_or(self.source.len(), |i| start + i);
+        self.name_starts.push(name.start);
+        self.definitions.push(Definition {
+            name: text.to_owned(),
+            kind: kind.to_owned(),
+            container: container.map(str::to_owned),
+            line: name.line,
+            column: self.source[line_start..start].chars().count() as u32,
+            start_line: name.line,
+            end_line: name.line,
+            signature: signature(&self.source[line_start..line_end]),
+            doc: None,
+        });
+    }
+}
+
+/// How far past a name the block that makes a definition's body may start.
+const MAX_HEADER_TOKENS: usize = 512;
+
+/// Gives each definition of a brace language the lines its body spans: the block that opens
+/// after its name, before its statement ends (`;`, `,`, a closing bracket, or for Go the end
+/// of the line outside brackets). Retrieval shows a definition by its range, so even a
+/// lexical entry should cover the body.
+fn block_ends(tokens: &[Token], out: &mut Out, line_ends_statements: bool) {
+    // The matching `}` of every `{`.
+    let mut closes = vec![u32::MAX; tokens.len()];
+    let mut open = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if token.is(b'{') {
+            open.push(i);
+        } else if token.is(b'}')
+            && let Some(start) = open.pop()
+        {
+            closes[start] = i as u32;
+        }
+    }
+    for (definition, start) in out.definitions.iter_mut().zip(&out.name_starts) {
+        let Ok(name) = tokens.binary_search_by_key(start, |t| t.start) else {
+            continue;
+        };
+        let mut depth = 0usize;
+        let mut line = tokens[name].line;
+        for i in name + 1..tokens.len().min(name + MAX_HEADER_TOKENS) {
+            let token = &tokens[i];
+            if line_ends_statements && depth == 0 && token.line != line {
+                break;
+            }
+            line = token.line;
+            match token.kind {
+                lexer::Tok::Punct(b'(' | b'[') => depth += 1,
+                lexer::Tok::Punct(b')' | b']') if depth == 0 => break,
+                lexer::Tok::Punct(b')' | b']') => depth -= 1,
+                lexer::Tok::Punct(b';' | b',' | b'}') if depth == 0 => break,
+                lexer::Tok::Punct(b'{') => {
+                    if let Some(close) = tokens.get(closes[i] as usize) {
+                        definition.end_line = close.line;
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The index just past the group that opens at `open` (a `(`, `[`, `{` or `<`), or the end.
+fn skip_group(tokens: &[Token], open: usize) -> usize {
+    let Some(first) = tokens.get(open) else {
+        return tokens.len();
+    };
+    let (opening, closing) = match first.kind {
+        lexer::Tok::Punct(b'(') => (b'(', b')'),
+        lexer::Tok::Punct(b'[') => (b'[', b']'),
+        lexer::Tok::Punct(b'{') => (b'{', b'}'),
+        lexer::Tok::Punct(b'<') => (b'<', b'>'),
+        _ => return open + 1,
+    };
+    let mut depth = 0usize;
+    for (i, token) in tokens.iter().enumerate().skip(open) {
+        if token.is(opening) {
+            depth += 1;
+        } else if token.is(closing) {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+    }
+    tokens.len()
+}
+
+#[cfg(test)]
+mod tests;
