@@ -415,39 +415,25 @@ impl Lexer<'_> {
     }
 
     /// A string on one line (`"` or `'`, with escapes): an unterminated one ends at the line.
+    /// Only Rust's strings span lines; elsewhere an unterminated quote ends at the line, so
+    /// that a stray one cannot swallow the rest of the file.
     fn quoted(&mut self, quote: u8) {
         self.at += 1;
-        while self.at < self.bytes.len() {
-            match self.bytes[self.at] {
-                b'\\' => {
-                    if self.peek(1) == b'\n' {
-                        self.line += 1;
-                    }
-                    self.at += 2;
-                }
-                // Only Rust's strings span lines; elsewhere an unterminated quote ends at
-                // the line, so that a stray one cannot swallow the rest of the file.
-                b'\n' if !self.syntax.rust_literals => return,
-                b'\n' => {
-                    self.line += 1;
-                    self.at += 1;
-                }
-                byte if byte == quote => {
-                    self.at += 1;
-                    return;
-                }
-                _ => self.at += 1,
-            }
-        }
-        self.at = self.at.min(self.bytes.len());
+        self.string_rest(quote, self.syntax.rust_literals);
     }
 
-    /// A string that may span lines (Rust byte strings, backticks), with escapes.
+    /// A string that may span lines (Rust byte strings, backticks), with escapes; `at` is on
+    /// its quote or on a one-byte prefix before it.
     fn quoted_multiline(&mut self, quote: u8) {
         if self.bytes[self.at] != quote {
             self.at += 1;
         }
         self.at += 1;
+        self.string_rest(quote, true);
+    }
+
+    /// The rest of a string after its opening quote, through the closing one.
+    fn string_rest(&mut self, quote: u8, spans_lines: bool) {
         while self.at < self.bytes.len() {
             match self.bytes[self.at] {
                 b'\\' => {
@@ -456,6 +442,7 @@ impl Lexer<'_> {
                     }
                     self.at += 2;
                 }
+                b'\n' if !spans_lines => return,
                 b'\n' => {
                     self.line += 1;
                     self.at += 1;
