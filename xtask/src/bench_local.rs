@@ -241,10 +241,10 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     // Load, with the memory it adds.
     let rss_before = status_kib("VmRSS");
     let started = Instant::now();
-    let q8 = Loaded::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let loaded = Loaded::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let load_time = started.elapsed();
     let rss_after = status_kib("VmRSS");
-    let report = &q8.model.report;
+    let report = &loaded.model.report;
     out.push_str(&format!(
         "| load | time | weights in memory | process RSS added |\n|---|---:|---:|---:|\n\
          | {} tensors ({}), {} matrices re-quantised to Q8_0 | {:.2} s | {:.0} MiB | {:.0} MiB |\n\n",
@@ -262,7 +262,7 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     ));
 
     out.push_str(&kernel_section()?);
-    out.push_str(&rows_section(&q8.model)?);
+    out.push_str(&rows_section(&loaded.model)?);
 
     // Rewrites.
     out.push_str(&format!(
@@ -285,10 +285,10 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         let request = rewrite_request(file, &original, from, to, max_tokens);
         // Each twice, alternating, the faster run of each kept: the machine is shared, and a
         // burst of load during one run should not decide the ratio.
-        let (plain_text, mut plain) = run_one(&q8, &request, None)?;
-        let (fast_text, mut fast) = run_one(&q8, &request, Some(Speculation::default()))?;
-        let (plain_again, plain2) = run_one(&q8, &request, None)?;
-        let (fast_again, fast2) = run_one(&q8, &request, Some(Speculation::default()))?;
+        let (plain_text, mut plain) = run_one(&loaded, &request, None)?;
+        let (fast_text, mut fast) = run_one(&loaded, &request, Some(Speculation::default()))?;
+        let (plain_again, plain2) = run_one(&loaded, &request, None)?;
+        let (fast_again, fast2) = run_one(&loaded, &request, Some(Speculation::default()))?;
         if plain2.decode < plain.decode {
             plain = plain2;
         }
