@@ -187,33 +187,27 @@ fn float_width() -> Width {
     Width::Portable
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn attend_head_avx2(
-    query: &[f32],
-    keys: &[f32],
-    capacity: usize,
-    values: &[f32],
-    len: usize,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
-    attend_head(query, keys, capacity, values, len, scores, out)
+/// `attend_head` compiled for a wider instruction set: the same body, vectorised wider.
+macro_rules! attend_head_with {
+    ($name:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(
+            query: &[f32],
+            keys: &[f32],
+            capacity: usize,
+            values: &[f32],
+            len: usize,
+            scores: &mut [f32],
+            out: &mut [f32],
+        ) {
+            attend_head(query, keys, capacity, values, len, scores, out)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn attend_head_avx512(
-    query: &[f32],
-    keys: &[f32],
-    capacity: usize,
-    values: &[f32],
-    len: usize,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
-    attend_head(query, keys, capacity, values, len, scores, out)
-}
+attend_head_with!(attend_head_avx2, "avx2,fma");
+attend_head_with!(attend_head_avx512, "avx512f");
 
 /// One head: `keys` is `[head_dim][capacity]`, `values` `[len][head_dim]`, `scores` scratch
 /// of `len` rounded up to [`SPAN`].

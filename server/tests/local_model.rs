@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use wright::llm::local::generate::{Session, Speculation, Stats};
+use wright::llm::local::generate::{Speculation, Stats};
 use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
 use wright::llm::{Event, FinishReason, Message, Request, Sampling};
 
@@ -75,21 +75,8 @@ fn try_answer(
         speculation,
         ..Settings::default()
     };
-    let mut events = Vec::new();
-    let mut session: Option<Session> = None;
-    let stats = model
-        .answer(
-            &mut session,
-            request,
-            &settings,
-            &mut |event| {
-                events.push(event);
-                true
-            },
-            &|| false,
-        )
-        .map_err(|e| e.to_string());
-    (events, stats)
+    let (events, stats) = model.answer_fresh(request, &settings);
+    (events, stats.map_err(|e| e.to_string()))
 }
 
 fn text_of(events: &[Event]) -> String {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use wright::llm::local::generate::{Session, Speculation, Stats};
+use wright::llm::local::generate::{Speculation, Stats};
 use wright::llm::local::model::Model;
 use wright::llm::local::{Loaded, Settings, find_embedded, find_in_prefix};
 use wright::llm::{Event, Message, Request, Sampling};
@@ -59,22 +59,15 @@ fn run_one(
         speculation,
         ..Settings::default()
     };
-    let mut text = String::new();
-    let mut session: Option<Session> = None;
-    let stats = model
-        .answer(
-            &mut session,
-            request,
-            &settings,
-            &mut |event| {
-                if let Event::TextDelta(delta) = event {
-                    text.push_str(&delta);
-                }
-                true
-            },
-            &|| false,
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (events, stats) = model.answer_fresh(request, &settings);
+    let stats = stats.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let text = events
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::TextDelta(delta) => Some(delta),
+            _ => None,
+        })
+        .collect();
     Ok((text, stats))
 }
 

@@ -220,6 +220,27 @@ impl Loaded {
         })
     }
 
+    /// One answer from a fresh KV cache, never cancelled, with every event it emitted (those
+    /// before an error included): for tests and benchmarks.
+    pub fn answer_fresh(
+        &self,
+        request: &Request,
+        settings: &Settings,
+    ) -> (Vec<Event>, Result<Stats, LocalError>) {
+        let mut events = Vec::new();
+        let stats = self.answer(
+            &mut None,
+            request,
+            settings,
+            &mut |event| {
+                events.push(event);
+                true
+            },
+            &|| false,
+        );
+        (events, stats)
+    }
+
     /// A whole answer to `request`, synchronously: the blocking half of [`LocalModel`].
     /// `emit` gets each event and returns false when nobody listens any more.
     pub fn answer(
