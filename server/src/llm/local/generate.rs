@@ -2,8 +2,9 @@
 //! then token by token, or several tokens per forward pass with speculative decoding.
 //!
 //! Speculation here is lossless prompt-lookup drafting ("speculative edits"): when the output
-//! is following a stretch of the source text (the file being rewritten, or the prompt), the
-//! next tokens of that stretch are proposed as a draft, the model runs over the last token and
+//! is following a stretch of the source text (the file being rewritten, or the prompt) or
+//! repeating a stretch of itself (a second similar function, a list, a loop), the next tokens
+//! of that stretch are proposed as a draft, the model runs over the last token and
 //! the whole draft in one forward pass, and every draft token the model would itself have
 //! chosen at its position is kept; the first disagreement ends the round with the model's own
 //! choice, and the KV cache is truncated to the kept tokens. Each kept token was chosen by
@@ -269,7 +270,7 @@ fn emit(
     token: u32,
 ) -> Result<Flow, LocalError> {
     history.push(token);
-    drafter.observe(token);
+    drafter.observe(history);
     stats.generated += 1;
     if let Some(period) = looping(&history[prompt_len..]) {
         return Err(LocalError::Degenerate(format!(
@@ -294,13 +295,26 @@ fn looping(output: &[u32]) -> Option<usize> {
     })
 }
 
-/// Finds where the output is copying from in the source and proposes what comes next there.
+/// Shortest suffix of the text so far that is looked up in the text itself: shorter ones
+/// (a newline, an indent) recur everywhere and would draft noise.
+const MIN_SELF_NGRAM: usize = 3;
+
+/// Where the output is expected to continue from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cursor {
+    /// This position of the source.
+    Source(usize),
+    /// This position of the text so far (prompt and output): the output repeats itself.
+    History(usize),
+}
+
+/// Finds where the output is copying from, in the source or else in the text so far, and
+/// proposes what comes next there.
 struct Drafter<'s> {
     source: &'s [u32],
-    /// The source position the output is expected to continue with.
-    cursor: Option<usize>,
-    /// Where the last alignment ended: a new one is searched after it first, since a rewrite
-    /// follows its original in order.
+    cursor: Option<Cursor>,
+    /// Where the last alignment in the source ended: a new one is searched after it first,
+    /// since a rewrite follows its original in order.
     last: usize,
 }
 
@@ -313,11 +327,17 @@ impl<'s> Drafter<'s> {
         }
     }
 
-    fn observe(&mut self, token: u32) {
+    /// Follows the token just appended to `history`.
+    fn observe(&mut self, history: &[u32]) {
+        let token = history.last().copied();
         self.cursor = match self.cursor {
-            Some(at) if self.source.get(at) == Some(&token) => {
+            Some(Cursor::Source(at)) if self.source.get(at).copied() == token => {
                 self.last = at + 1;
-                Some(at + 1)
+                Some(Cursor::Source(at + 1))
+            }
+            // `at` is before the appended token, so it is always in range.
+            Some(Cursor::History(at)) if history.get(at).copied() == token => {
+                Some(Cursor::History(at + 1))
             }
             _ => None,
         };
@@ -325,14 +345,32 @@ impl<'s> Drafter<'s> {
 
     fn draft(&mut self, history: &[u32], settings: Speculation, room: usize) -> Vec<u32> {
         let limit = settings.max_draft.min(room);
-        if limit == 0 || self.source.is_empty() {
+        if limit == 0 {
             return Vec::new();
         }
         if self.cursor.is_none() {
-            self.cursor = self.align(history, settings.max_ngram);
+            self.cursor = self
+                .align(history, settings.max_ngram)
+                .map(Cursor::Source)
+                .or_else(|| align_in_itself(history, settings.max_ngram).map(Cursor::History));
         }
         match self.cursor {
-            Some(at) => self.source[at..(at + limit).min(self.source.len())].to_vec(),
+            Some(Cursor::Source(at)) => {
+                self.source[at..(at + limit).min(self.source.len())].to_vec()
+            }
+            Some(Cursor::History(at)) => {
+                // A repetition closer than the draft is long (a loop of a few tokens) goes
+                // on into the draft itself: position `i` of `history + draft` copies `at + i`.
+                let mut draft = Vec::with_capacity(limit);
+                for i in at..at + limit {
+                    let token = match history.get(i) {
+                        Some(&token) => token,
+                        None => draft[i - history.len()],
+                    };
+                    draft.push(token);
+                }
+                draft
+            }
             None => Vec::new(),
         }
     }
@@ -358,6 +396,21 @@ impl<'s> Drafter<'s> {
         }
         None
     }
+}
+
+/// The position after the most recent earlier occurrence of the longest suffix of `history`
+/// (from `max_ngram` down to [`MIN_SELF_NGRAM`] tokens) in `history` itself.
+fn align_in_itself(history: &[u32], max_ngram: usize) -> Option<usize> {
+    for n in (MIN_SELF_NGRAM..=max_ngram.min(history.len().saturating_sub(1))).rev() {
+        let suffix = &history[history.len() - n..];
+        // Windows ending before the suffix's own last token, so the draft starts at a token
+        // that exists.
+        let earlier = &history[..history.len() - 1];
+        if let Some(start) = earlier.windows(n).rposition(|w| w == suffix) {
+            return Some(start + n);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -407,14 +460,14 @@ mod tests {
             vec![102, 103, 104, 105]
         );
         for t in [102, 103] {
-            drafter.observe(t);
             history.push(t);
+            drafter.observe(&history);
         }
         assert_eq!(drafter.draft(&history, settings, 2), vec![104, 105]);
         // The output diverges (an edit), then comes back to the source further on.
         for t in [7, 8, 110, 111] {
-            drafter.observe(t);
             history.push(t);
+            drafter.observe(&history);
         }
         assert_eq!(
             drafter.draft(&history, settings, 10),
@@ -423,6 +476,46 @@ mod tests {
         assert_eq!(
             Drafter::new(&source).draft(&[5, 6], settings, 10),
             Vec::<u32>::new()
+        );
+    }
+
+    #[test]
+    fn output_that_repeats_itself_is_drafted_from_itself() {
+        let settings = Speculation {
+            max_draft: 6,
+            max_ngram: 4,
+        };
+        let mut drafter = Drafter::new(&[]);
+        // `1 2 3 4 9` seen before; the output now ends in `2 3 4` again.
+        let mut history = vec![1, 2, 3, 4, 9, 8, 2, 3, 4];
+        assert_eq!(
+            drafter.draft(&history, settings, 10),
+            vec![9, 8, 2, 3, 4, 9]
+        );
+        history.push(9);
+        drafter.observe(&history);
+        assert_eq!(drafter.draft(&history, settings, 2), vec![8, 2]);
+        // A different token drops the cursor; a suffix seen nowhere before drafts nothing.
+        for t in [5, 6, 7] {
+            history.push(t);
+            drafter.observe(&history);
+        }
+        assert_eq!(drafter.draft(&history, settings, 10), Vec::<u32>::new());
+        // A short loop runs on into the draft; suffixes shorter than three tokens are noise.
+        let mut looping = Drafter::new(&[]);
+        assert_eq!(
+            looping.draft(&[0, 5, 6, 5, 6, 5], settings, 10),
+            vec![6, 5, 6, 5, 6, 5]
+        );
+        assert_eq!(
+            Drafter::new(&[]).draft(&[1, 2, 7, 1, 2], settings, 10),
+            Vec::<u32>::new()
+        );
+        // The source is followed first.
+        let source = [2, 3, 4, 70, 71];
+        assert_eq!(
+            Drafter::new(&source).draft(&history[..9], settings, 2),
+            vec![70, 71]
         );
     }
 }
