@@ -74,8 +74,11 @@ pub struct KvView<'a> {
 
 /// Causal softmax attention of consecutive rows of queries (`q`, `rows × heads × head_dim`):
 /// row `i` attends over the first `first_len + i` positions of `kv` (its own included).
-/// Query heads share key/value heads in consecutive groups. Every (row, head) runs on its
-/// own, in parallel, and computes the same whatever the number of rows.
+/// Query heads share key/value heads in consecutive groups; the heads of a group (up to
+/// [`MAX_SHARED`] at a time) attend together, so each key and value loaded feeds several
+/// heads' multiply-adds (grouped-query attention reads the cache once per group, not once per
+/// head). Every (row, heads) task runs in parallel, and each head computes exactly what it
+/// would alone, whatever the number of rows.
 pub fn attention(q: &[f32], kv: &KvView<'_>, first_len: usize, heads: usize, out: &mut [f32]) {
     let hd = kv.head_dim;
     let group = heads / kv.kv_heads;
@@ -88,48 +91,61 @@ pub fn attention(q: &[f32], kv: &KvView<'_>, first_len: usize, heads: usize, out
     );
     assert_eq!(out.len(), q.len(), "one output per query value");
     let width = float_width();
+    let chunks = group.div_ceil(MAX_SHARED);
     let shared = SharedOut(out.as_mut_ptr());
     let shared = &shared;
-    crate::for_each_index(rows * heads, |task| {
-        let (row, head) = (task / heads, task % heads);
+    // Tasks run key/value head by key/value head, so the rows a thread takes in turn find
+    // that head's keys and values in its cache.
+    crate::for_each_index(kv.kv_heads * rows * chunks, |task| {
+        let (kv_head, row, chunk) = (task / (rows * chunks), task / chunks % rows, task % chunks);
+        let first = kv_head * group + chunk * MAX_SHARED;
+        let count = (group - chunk * MAX_SHARED).min(MAX_SHARED);
+        let at = (row * heads + first) * hd;
         let len = first_len + row;
-        let query = &q[task * hd..(task + 1) * hd];
-        // SAFETY: each (row, head) writes its own `head_dim` values of `out`, which outlives
+        let queries = &q[at..at + count * hd];
+        // SAFETY: each task writes its own heads' `head_dim` values of `out`, which outlives
         // the calls.
-        let out = unsafe { std::slice::from_raw_parts_mut(shared.0.add(task * hd), hd) };
-        let base = head / group * kv.capacity * hd;
+        let out = unsafe { std::slice::from_raw_parts_mut(shared.0.add(at), count * hd) };
+        let base = kv_head * kv.capacity * hd;
         let keys = &kv.keys[base..base + kv.capacity * hd];
         let values = &kv.values[base..base + len * hd];
         SCORES.with(|scores| {
             let mut scores = scores.borrow_mut();
             let room = len.next_multiple_of(SPAN);
-            if scores.len() < room {
-                scores.resize(room, 0.0);
+            if scores.len() < count * room {
+                scores.resize(count * room, 0.0);
             }
-            let scores = &mut scores[..room];
-            match width {
-                // SAFETY: `float_width` checked the CPU has these features.
-                #[cfg(target_arch = "x86_64")]
-                Width::Avx512 => unsafe {
-                    attend_head_avx512(query, keys, kv.capacity, values, len, scores, out)
-                },
-                #[cfg(target_arch = "x86_64")]
-                Width::Avx2 => unsafe {
-                    attend_head_avx2(query, keys, kv.capacity, values, len, scores, out)
-                },
-                _ => attend_head(query, keys, kv.capacity, values, len, scores, out),
+            let heads = Heads {
+                head_dim: hd,
+                queries,
+                keys,
+                capacity: kv.capacity,
+                values,
+                len,
+                scores: &mut scores[..count * room],
+                out,
+            };
+            match count {
+                1 => attend_heads::<1>(width, heads),
+                2 => attend_heads::<2>(width, heads),
+                3 => attend_heads::<3>(width, heads),
+                _ => attend_heads::<MAX_SHARED>(width, heads),
             }
         });
     });
 }
 
-/// `out` shared by the heads, each writing its own part.
+/// Query heads of one group attended together at most: their score accumulators (four
+/// registers each) and the four key vectors they share fit in AVX-512's 32 registers.
+const MAX_SHARED: usize = 4;
+
+/// `out` shared by the tasks, each writing its own part.
 struct SharedOut(*mut f32);
-// SAFETY: the heads write disjoint parts, and `attention` returns after all have finished.
+// SAFETY: the tasks write disjoint parts, and `attention` returns after all have finished.
 unsafe impl Sync for SharedOut {}
 
 thread_local! {
-    /// Per-thread scratch for one head's scores.
+    /// Per-thread scratch for the scores of the heads a task attends.
     static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -187,27 +203,61 @@ fn float_width() -> Width {
     Width::Portable
 }
 
-/// `attend_head` compiled for a wider instruction set: the same body, vectorised wider.
-macro_rules! attend_head_with {
-    ($name:ident, $features:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        unsafe fn $name(
-            query: &[f32],
-            keys: &[f32],
-            capacity: usize,
-            values: &[f32],
-            len: usize,
-            scores: &mut [f32],
-            out: &mut [f32],
-        ) {
-            attend_head(query, keys, capacity, values, len, scores, out)
-        }
-    };
+/// `G` query heads sharing one key/value head, for one row: `queries` and `out` are
+/// `G × head_dim`, `keys` is `[head_dim][capacity]`, `values` `[len][head_dim]`, `scores`
+/// scratch of `G ×` (`len` rounded up to [`SPAN`]).
+struct Heads<'a> {
+    head_dim: usize,
+    queries: &'a [f32],
+    keys: &'a [f32],
+    capacity: usize,
+    values: &'a [f32],
+    len: usize,
+    scores: &'a mut [f32],
+    out: &'a mut [f32],
 }
 
-attend_head_with!(attend_head_avx2, "avx2,fma");
-attend_head_with!(attend_head_avx512, "avx512f");
+/// Runs the heads on the widest vectors the CPU has: on AVX-512 the heads share each key
+/// and value loaded ([`x86::attend`]); elsewhere they run one after the other.
+fn attend_heads<const G: usize>(width: Width, heads: Heads<'_>) {
+    match width {
+        // SAFETY: `float_width` checked the CPU has these features.
+        #[cfg(target_arch = "x86_64")]
+        Width::Avx512 => unsafe { x86::attend::<G>(heads) },
+        #[cfg(target_arch = "x86_64")]
+        Width::Avx2 => unsafe { attend_avx2(heads) },
+        _ => attend_one_by_one(heads),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_avx2(heads: Heads<'_>) {
+    attend_one_by_one(heads)
+}
+
+/// The heads one after the other, each through [`attend_head`].
+#[inline(always)]
+fn attend_one_by_one(heads: Heads<'_>) {
+    let Heads {
+        head_dim: hd,
+        queries,
+        keys,
+        capacity,
+        values,
+        len,
+        scores,
+        out,
+    } = heads;
+    let room = scores.len() / (queries.len() / hd);
+    for ((query, scores), out) in queries
+        .chunks_exact(hd)
+        .zip(scores.chunks_exact_mut(room))
+        .zip(out.chunks_exact_mut(hd))
+    {
+        attend_head(query, keys, capacity, values, len, scores, out);
+    }
+}
 
 /// One head: `keys` is `[head_dim][capacity]`, `values` `[len][head_dim]`, `scores` scratch
 /// of `len` rounded up to [`SPAN`].
@@ -223,7 +273,7 @@ fn attend_head(
 ) {
     let hd = query.len();
     let scale = 1.0 / (hd as f32).sqrt();
-    // Each score sums its head_dim products in order. A span of positions at a time in eight
+    // Each score sums its head_dim products in order. A span of positions at a time in four
     // independent registers of sixteen, so the multiply-adds' latency overlaps. The last span
     // reads past `len` into the cache's spare room (the stride is a multiple of 64) and those
     // lanes are dropped: lanes never mix.
@@ -231,23 +281,38 @@ fn attend_head(
         let mut acc = [[0f32; LANES]; SPAN / LANES];
         for (d, &q) in query.iter().enumerate() {
             let at = d * capacity + start;
-            for (acc, keys) in acc.iter_mut().zip(keys[at..at + SPAN].chunks_exact(LANES)) {
-                let keys: &[f32; LANES] = keys.try_into().expect("sixteen keys");
-                for l in 0..LANES {
-                    acc[l] = q.mul_add(keys[l], acc[l]);
-                }
+            for (acc, keys) in acc.iter_mut().zip(lanes_of(&keys[at..at + SPAN])) {
+                multiply_add(acc, q, keys);
             }
         }
-        let span: &mut [f32; SPAN] = (&mut scores[start..start + SPAN])
-            .try_into()
-            .expect("a span of scores");
         for (c, acc) in acc.iter().enumerate() {
             for l in 0..LANES {
-                span[c * LANES + l] = acc[l] * scale;
+                scores[start + c * LANES + l] = acc[l] * scale;
             }
         }
     }
-    let scores = &mut scores[..len];
+    softmax(&mut scores[..len]);
+    // Σ weight · value over positions, in order, for up to sixty-four dimensions at once.
+    for start in (0..hd).step_by(DIMS) {
+        if hd - start >= DIMS {
+            let mut acc = [[0f32; LANES]; DIMS / LANES];
+            for (weight, value) in scores.iter().zip(values.chunks_exact(hd)) {
+                for (acc, value) in acc.iter_mut().zip(lanes_of(&value[start..start + DIMS])) {
+                    multiply_add(acc, *weight, value);
+                }
+            }
+            for (c, acc) in acc.iter().enumerate() {
+                out[start + c * LANES..start + (c + 1) * LANES].copy_from_slice(acc);
+            }
+        } else {
+            weighted_sum_tail(&scores[..len], values, start, out);
+        }
+    }
+}
+
+/// Turns scores into softmax weights: `e^(s - max)`, normalised by their sum.
+#[inline(always)]
+fn softmax(scores: &mut [f32]) {
     let max = fold_lanes(scores, f32::NEG_INFINITY, f32::max);
     for score in scores.iter_mut() {
         *score = exp(*score - max);
@@ -256,31 +321,128 @@ fn attend_head(
     for score in scores.iter_mut() {
         *score /= total;
     }
-    // Σ weight · value over positions, in order, for up to sixty-four dimensions at once.
-    for start in (0..hd).step_by(DIMS) {
-        let width = (hd - start).min(DIMS);
-        if width == DIMS {
-            let mut acc = [[0f32; LANES]; DIMS / LANES];
-            for (weight, value) in scores.iter().zip(values.chunks_exact(hd)) {
-                for (c, acc) in acc.iter_mut().enumerate() {
-                    let at = start + c * LANES;
-                    let value: &[f32; LANES] =
-                        value[at..at + LANES].try_into().expect("sixteen values");
-                    for l in 0..LANES {
-                        acc[l] = weight.mul_add(value[l], acc[l]);
+}
+
+/// Σ weight · value for the dimensions from `start` on, fewer than [`DIMS`], one at a time.
+#[inline(always)]
+fn weighted_sum_tail(weights: &[f32], values: &[f32], start: usize, out: &mut [f32]) {
+    let hd = out.len();
+    for (d, out) in out.iter_mut().enumerate().skip(start) {
+        let mut acc = 0f32;
+        for (weight, value) in weights.iter().zip(values.chunks_exact(hd)) {
+            acc = weight.mul_add(value[d], acc);
+        }
+        *out = acc;
+    }
+}
+
+/// Four vectors of sixteen lanes from sixty-four values.
+#[inline(always)]
+fn lanes_of(values: &[f32]) -> [&[f32; LANES]; 4] {
+    std::array::from_fn(|c| {
+        values[c * LANES..(c + 1) * LANES]
+            .try_into()
+            .expect("sixteen values")
+    })
+}
+
+/// `acc += x · y`, lane by lane, each lane rounded once.
+#[inline(always)]
+fn multiply_add(acc: &mut [f32; LANES], x: f32, y: &[f32; LANES]) {
+    for l in 0..LANES {
+        acc[l] = x.mul_add(y[l], acc[l]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    //! Grouped-query attention on AVX-512: the heads of a group score and sum together, each
+    //! key and value vector loaded once for all of them. Written with intrinsics because the
+    //! compiler does not keep `G × 4` accumulators in registers on its own. Each lane's
+    //! operations are those of [`super::attend_head`], in the same order.
+
+    use std::arch::x86_64::*;
+
+    use super::{DIMS, Heads, LANES, SPAN, softmax, weighted_sum_tail};
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn attend<const G: usize>(heads: Heads<'_>) {
+        let Heads {
+            head_dim: hd,
+            queries,
+            keys,
+            capacity,
+            values,
+            len,
+            scores,
+            out,
+        } = heads;
+        let room = scores.len() / G;
+        let scale = 1.0 / (hd as f32).sqrt();
+        assert!(keys.len() >= (hd - 1) * capacity + len.next_multiple_of(SPAN));
+        assert!(values.len() >= len * hd && out.len() == G * hd && room >= len);
+        for start in (0..len).step_by(SPAN) {
+            let mut acc = [[_mm512_setzero_ps(); SPAN / LANES]; G];
+            for d in 0..hd {
+                // SAFETY: `start + SPAN ≤ capacity` (asserted above), so the span is in `keys`.
+                let at = unsafe { keys.as_ptr().add(d * capacity + start) };
+                let k: [__m512; SPAN / LANES] =
+                    std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
+                for (h, acc) in acc.iter_mut().enumerate() {
+                    let q = _mm512_set1_ps(queries[h * hd + d]);
+                    for (acc, k) in acc.iter_mut().zip(k) {
+                        *acc = _mm512_fmadd_ps(q, k, *acc);
                     }
                 }
             }
-            for (c, acc) in acc.iter().enumerate() {
-                out[start + c * LANES..start + (c + 1) * LANES].copy_from_slice(acc);
-            }
-        } else {
-            for (d, out) in out.iter_mut().enumerate().skip(start) {
-                let mut acc = 0f32;
-                for (weight, value) in scores.iter().zip(values.chunks_exact(hd)) {
-                    acc = weight.mul_add(value[d], acc);
+            let scale = _mm512_set1_ps(scale);
+            for (h, acc) in acc.iter().enumerate() {
+                let span = &mut scores[h * room + start..h * room + start + SPAN];
+                for (c, acc) in acc.iter().enumerate() {
+                    // SAFETY: `span` holds `SPAN` values.
+                    unsafe {
+                        _mm512_storeu_ps(
+                            span.as_mut_ptr().add(c * LANES),
+                            _mm512_mul_ps(*acc, scale),
+                        )
+                    };
                 }
-                *out = acc;
+            }
+        }
+        for h in 0..G {
+            softmax(&mut scores[h * room..h * room + len]);
+        }
+        for start in (0..hd).step_by(DIMS) {
+            if hd - start >= DIMS {
+                let mut acc = [[_mm512_setzero_ps(); DIMS / LANES]; G];
+                for p in 0..len {
+                    // SAFETY: `p < len` and `start + DIMS ≤ hd`, so the row is in `values`.
+                    let at = unsafe { values.as_ptr().add(p * hd + start) };
+                    let v: [__m512; DIMS / LANES] =
+                        std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
+                    for (h, acc) in acc.iter_mut().enumerate() {
+                        let w = _mm512_set1_ps(scores[h * room + p]);
+                        for (acc, v) in acc.iter_mut().zip(v) {
+                            *acc = _mm512_fmadd_ps(w, v, *acc);
+                        }
+                    }
+                }
+                for (h, acc) in acc.iter().enumerate() {
+                    for (c, acc) in acc.iter().enumerate() {
+                        let at = h * hd + start + c * LANES;
+                        // SAFETY: `at + LANES ≤ G × hd = out.len()`.
+                        unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(at), *acc) };
+                    }
+                }
+            } else {
+                for h in 0..G {
+                    weighted_sum_tail(
+                        &scores[h * room..h * room + len],
+                        values,
+                        start,
+                        &mut out[h * hd..(h + 1) * hd],
+                    );
+                }
             }
         }
     }
@@ -456,42 +618,80 @@ mod tests {
     }
 
     #[test]
-    fn every_vector_width_scores_and_sums_to_the_same_bits() {
+    fn every_vector_width_and_every_grouping_gives_each_head_the_same_bits() {
         let (hd, len): (usize, usize) = (64, 150);
         let value = |i: usize| ((i * 53 % 211) as f32 / 100.0) - 1.0;
         let capacity = len.next_multiple_of(SPAN);
         let keys: Vec<f32> = (0..hd * capacity).map(value).collect();
         let values: Vec<f32> = (0..len * hd).map(|i| value(i + 7)).collect();
-        let query: Vec<f32> = (0..hd).map(|i| value(i + 3)).collect();
-        let run = |width: Width| {
-            let (mut scores, mut out) = (vec![0.0; capacity], vec![0.0; hd]);
-            let (q, k, v) = (&query, &keys, &values);
-            match width {
-                // SAFETY: only for widths the CPU has (checked below).
-                #[cfg(target_arch = "x86_64")]
-                Width::Avx512 => unsafe {
-                    attend_head_avx512(q, k, capacity, v, len, &mut scores, &mut out)
-                },
-                #[cfg(target_arch = "x86_64")]
-                Width::Avx2 => unsafe {
-                    attend_head_avx2(q, k, capacity, v, len, &mut scores, &mut out)
-                },
-                _ => attend_head(q, k, capacity, v, len, &mut scores, &mut out),
-            }
-            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        };
-        let portable = run(Width::Portable);
+        let queries: Vec<f32> = (0..3 * hd).map(|i| value(i + 3)).collect();
+        // The three heads attended together, or the first `G` of them.
+        fn run<const G: usize>(width: Width, queries: &[f32], kv: (&[f32], &[f32])) -> Vec<u32> {
+            let (hd, capacity) = (queries.len() / G, kv.0.len() / (queries.len() / G));
+            let len = kv.1.len() / hd;
+            let (mut scores, mut out) = (vec![0.0; G * capacity], vec![0.0; G * hd]);
+            let heads = Heads {
+                head_dim: hd,
+                queries,
+                keys: kv.0,
+                capacity,
+                values: kv.1,
+                len,
+                scores: &mut scores,
+                out: &mut out,
+            };
+            attend_heads::<G>(width, heads);
+            out.iter().map(|v| v.to_bits()).collect()
+        }
+        let kv = (keys.as_slice(), values.as_slice());
+        let together = run::<3>(Width::Portable, &queries, kv);
+        for h in 0..3 {
+            let alone = run::<1>(Width::Portable, &queries[h * hd..(h + 1) * hd], kv);
+            assert_eq!(alone, together[h * hd..(h + 1) * hd], "head {h}");
+        }
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
-                assert_eq!(run(Width::Avx512), portable);
+                assert_eq!(run::<3>(Width::Avx512, &queries, kv), together);
+                assert_eq!(run::<1>(Width::Avx512, &queries[..hd], kv), together[..hd]);
             }
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
-                assert_eq!(run(Width::Avx2), portable);
+                assert_eq!(run::<3>(Width::Avx2, &queries, kv), together);
             }
         }
+    }
+
+    #[test]
+    fn a_group_wider_than_the_heads_shared_at_once_is_split_exactly() {
+        // Six query heads on one key/value head (chunks of four and two), against the same
+        // six heads each given its own copy of the keys and values.
+        let (hd, heads, len) = (16, 6, 40);
+        let value = |i: usize| ((i * 41 % 89) as f32 / 30.0) - 1.0;
+        let keys: Vec<f32> = (0..hd * SPAN).map(value).collect();
+        let values: Vec<f32> = (0..SPAN * hd).map(|i| value(i + 13)).collect();
+        let q: Vec<f32> = (0..heads * hd).map(|i| value(i + 2)).collect();
+        let shared = KvView {
+            keys: &keys,
+            values: &values,
+            capacity: SPAN,
+            kv_heads: 1,
+            head_dim: hd,
+        };
+        let (keys6, values6) = (keys.repeat(heads), values.repeat(heads));
+        let own = KvView {
+            keys: &keys6,
+            values: &values6,
+            capacity: SPAN,
+            kv_heads: heads,
+            head_dim: hd,
+        };
+        let (mut a, mut b) = (vec![0.0; q.len()], vec![0.0; q.len()]);
+        attention(&q, &shared, len, heads, &mut a);
+        attention(&q, &own, len, heads, &mut b);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a), bits(&b));
     }
 
     #[test]
