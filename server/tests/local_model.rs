@@ -210,6 +210,39 @@ fn speculation_leaves_greedy_output_byte_identical_and_takes_fewer_passes() {
 }
 
 #[test]
+fn a_draft_model_proposes_where_nothing_can_be_copied_and_changes_no_byte() {
+    let model = require_model!();
+    // No prediction and a prompt with little to copy: the drafts come from the draft model.
+    // The same model drafting for itself must see every draft it proposes accepted (its
+    // single-step logits are the verification's, bit for bit) until the answer ends.
+    let request = Request {
+        system: "You are a helpful assistant.".into(),
+        messages: vec![Message::User(
+            "Write a short story about a lighthouse keeper.".into(),
+        )],
+        sampling: Sampling {
+            temperature: None,
+            max_tokens: 80,
+        },
+        ..Request::default()
+    };
+    let settings = Settings::default();
+    let (plain, plain_stats) = answer(&model, &request, None);
+    let (events, stats) = model.answer_fresh_with_draft(&model, &request, &settings);
+    let stats = stats.expect("the model answers with a draft model");
+    assert_eq!(events, plain, "{stats:?}");
+    assert!(stats.model_drafted > 40, "{stats:?}");
+    assert!(
+        stats.accepted + 8 >= stats.model_drafted,
+        "a model drafting for itself is almost always right: {stats:?}"
+    );
+    assert!(
+        stats.forward_passes * 3 < plain_stats.forward_passes,
+        "{stats:?} vs {plain_stats:?}"
+    );
+}
+
+#[test]
 fn a_listener_that_goes_away_stops_the_generation() {
     let model = require_model!();
     let request = Request {
@@ -226,6 +259,7 @@ fn a_listener_that_goes_away_stops_the_generation() {
     let mut session = None;
     let result = model.answer(
         &mut session,
+        None,
         &request,
         &Settings::default(),
         &mut |_| {

@@ -184,6 +184,16 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_nonempty,
     },
     KeySpec {
+        key: "providers.local.draft",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: false,
+        doc: "a smaller GGUF model with the same vocabulary that drafts tokens for the local model to verify where the text offers nothing to copy (speculation stays lossless)",
+        integer: false,
+        validate: validate_nonempty,
+    },
+    KeySpec {
         key: "providers.local.speculation",
         env: None,
         default: Some("on"),

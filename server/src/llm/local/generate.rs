@@ -10,6 +10,10 @@
 //! choice, and the KV cache is truncated to the kept tokens. Each kept token was chosen by
 //! exactly the rule and from exactly the logits (see [`super::model`]) that plain decoding
 //! would have used, so the output is byte-identical with and without speculation.
+//!
+//! Where the text offers nothing to copy, an optional [`DraftModel`] (a smaller model with the
+//! same vocabulary) proposes the draft instead, decoding greedily on its own KV cache; the
+//! verification is the same, so this too changes only speed.
 
 use std::time::{Duration, Instant};
 
@@ -57,6 +61,8 @@ pub struct Stats {
     pub generated: usize,
     pub forward_passes: usize,
     pub drafted: usize,
+    /// Of the drafted tokens, those the draft model proposed.
+    pub model_drafted: usize,
     pub accepted: usize,
     pub prefill: Duration,
     pub decode: Duration,
@@ -69,6 +75,72 @@ pub struct Stats {
 pub struct Session {
     pub cache: KvCache,
     pub tokens: Vec<u32>,
+}
+
+impl Session {
+    /// Keeps the longest prefix of the cache shared with `tokens`, at most `limit` tokens.
+    fn keep_common_prefix(&mut self, tokens: &[u32], limit: usize) -> usize {
+        let common = self
+            .tokens
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(limit)
+            .min(self.cache.len());
+        self.cache.truncate(common);
+        self.tokens.truncate(common);
+        common
+    }
+}
+
+/// A smaller model with the main model's vocabulary, and its own KV cache.
+pub struct DraftModel<'a> {
+    pub model: &'a Model,
+    pub session: &'a mut Session,
+}
+
+impl DraftModel<'_> {
+    /// `count` tokens the draft model would write after `history`, greedily; none when
+    /// `history` does not fit its context window.
+    fn propose(&mut self, history: &[u32], count: usize) -> Result<Vec<u32>, LocalError> {
+        if count == 0 || history.len() + count >= self.model.config.context_length {
+            return Ok(Vec::new());
+        }
+        // Catch up from where the cache agrees with `history` (its own rejected drafts go);
+        // the last token always runs, for its logits.
+        let common = self.session.keep_common_prefix(history, history.len() - 1);
+        let mut logits = Vec::new();
+        for chunk in history[common..].chunks(PREFILL_CHUNK) {
+            logits = self.model.forward_prefill(&mut self.session.cache, chunk)?;
+            self.session.tokens.extend_from_slice(chunk);
+        }
+        let mut draft = Vec::with_capacity(count);
+        loop {
+            let token = argmax(&logits);
+            draft.push(token);
+            if draft.len() == count {
+                return Ok(draft);
+            }
+            logits = self
+                .model
+                .forward_rows(&mut self.session.cache, &[token])?
+                .pop()
+                .unwrap_or_default();
+            self.session.tokens.push(token);
+        }
+    }
+}
+
+/// The index of the largest value, the first one on ties.
+fn argmax(values: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &v) in values.iter().enumerate() {
+        if v > values[best] {
+            best = i;
+        }
+    }
+    best as u32
 }
 
 /// Prefill chunk: bounds the attention scores' memory and how long a cancellation waits.
@@ -87,6 +159,7 @@ pub fn generate(
     source: &[u32],
     max_new: usize,
     speculation: Option<Speculation>,
+    mut draft_model: Option<DraftModel<'_>>,
     policy: &mut dyn Policy,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Stats, LocalError> {
@@ -106,16 +179,7 @@ pub fn generate(
     };
     let started = Instant::now();
     // Reuse the common prefix, but always run the last prompt token: its logits are needed.
-    let common = session
-        .tokens
-        .iter()
-        .zip(prompt)
-        .take_while(|(a, b)| a == b)
-        .count()
-        .min(prompt.len() - 1)
-        .min(session.cache.len());
-    session.cache.truncate(common);
-    session.tokens.truncate(common);
+    let common = session.keep_common_prefix(prompt, prompt.len() - 1);
     stats.reused_tokens = common;
     let mut logits = Vec::new();
     for chunk in prompt[common..].chunks(PREFILL_CHUNK) {
@@ -163,7 +227,18 @@ pub fn generate(
         // The draft never runs past the token budget nor the context window.
         let room = (max_new - stats.generated).min(context - session.cache.len() - 1);
         let draft = match speculation {
-            Some(settings) => drafter.draft(&history, settings, room.min(pacing.length())),
+            Some(settings) => {
+                let length = room.min(pacing.length());
+                let copied = drafter.draft(&history, settings, length);
+                match &mut draft_model {
+                    Some(draft_model) if copied.is_empty() && length > 0 => {
+                        let proposed = draft_model.propose(&history, length)?;
+                        stats.model_drafted += proposed.len();
+                        proposed
+                    }
+                    _ => copied,
+                }
+            }
             None => Vec::new(),
         };
         let base = session.cache.len();

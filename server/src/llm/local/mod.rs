@@ -8,7 +8,9 @@
 //! - [`tokenizer`]: the BPE tokenizer rebuilt from the GGUF metadata.
 //! - [`chat`]: ChatML prompt, Hermes-style tool calls, the decoder producing [`Event`]s.
 //! - [`constraint`]: tool-call arguments constrained to valid JSON.
-//! - [`generate`]: the decoding loop and lossless prompt-lookup speculation.
+//! - [`generate`]: the decoding loop and lossless speculation: drafts copied from the prompt
+//!   or the file being rewritten, or proposed by an optional draft model
+//!   (`providers.local.draft`).
 //!
 //! Generation runs on a blocking thread (`spawn_blocking`), never on the async runtime; the
 //! events travel through a channel, and dropping the [`EventStream`] cancels the generation
@@ -33,7 +35,7 @@ use super::error::{ErrorKind, LlmError};
 use super::transport::EventStream;
 use super::types::{Event, FinishReason, ModelId, Request, Usage};
 use crate::config::Config;
-use generate::{Session, Speculation, Stats};
+use generate::{DraftModel, Session, Speculation, Stats};
 use model::Model;
 use tokenizer::Tokenizer;
 
@@ -230,6 +232,29 @@ impl Loaded {
         let mut events = Vec::new();
         let stats = self.answer(
             &mut None,
+            None,
+            request,
+            settings,
+            &mut |event| {
+                events.push(event);
+                true
+            },
+            &|| false,
+        );
+        (events, stats)
+    }
+
+    /// One answer from fresh KV caches with `draft` proposing drafts: for tests and benchmarks.
+    pub fn answer_fresh_with_draft(
+        &self,
+        draft: &Loaded,
+        request: &Request,
+        settings: &Settings,
+    ) -> (Vec<Event>, Result<Stats, LocalError>) {
+        let mut events = Vec::new();
+        let stats = self.answer(
+            &mut None,
+            Some((draft, &mut None)),
             request,
             settings,
             &mut |event| {
@@ -242,10 +267,12 @@ impl Loaded {
     }
 
     /// A whole answer to `request`, synchronously: the blocking half of [`LocalModel`].
-    /// `emit` gets each event and returns false when nobody listens any more.
+    /// `draft` is the draft model and its cache, if one is configured. `emit` gets each event
+    /// and returns false when nobody listens any more.
     pub fn answer(
         &self,
         session: &mut Option<Session>,
+        draft: Option<(&Loaded, &mut Option<Session>)>,
         request: &Request,
         settings: &Settings,
         emit: &mut dyn FnMut(Event) -> bool,
@@ -281,6 +308,26 @@ impl Loaded {
                 tokens: Vec::new(),
             }),
         };
+        let draft_model = match draft {
+            Some((draft, _)) if !draft.tokenizer.same_vocabulary(&self.tokenizer) => {
+                return Err(LocalError::Format(
+                    "the draft model (providers.local.draft) has another vocabulary than the \
+                     model; pick one of the same family (SmolLM2 models share theirs)"
+                        .into(),
+                ));
+            }
+            Some((draft, draft_session)) => Some(DraftModel {
+                model: &draft.model,
+                session: match draft_session {
+                    Some(session) => session,
+                    None => draft_session.insert(Session {
+                        cache: draft.model.new_cache(capacity)?,
+                        tokens: Vec::new(),
+                    }),
+                },
+            }),
+            None => None,
+        };
         let tools: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
         let mut decoder = chat::ChatDecoder::new(&self.tokenizer, &tools, emit);
         let stats = generate::generate(
@@ -290,6 +337,7 @@ impl Loaded {
             &source,
             max_new,
             settings.speculation,
+            draft_model,
             &mut decoder,
             cancelled,
         )?;
@@ -348,6 +396,23 @@ impl Engine {
             .clone()
     }
 
+    /// Takes the cache of the last answer (the next answer puts its own back).
+    fn take_session(&self) -> Option<Session> {
+        self.session
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    fn keep_session(&self, session: Option<Session>) {
+        if let Some(session) = session {
+            *self
+                .session
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(session);
+        }
+    }
+
     fn loaded(&self) -> Result<Arc<Loaded>, String> {
         self.loaded
             .get_or_init(|| {
@@ -369,6 +434,8 @@ impl Engine {
 pub struct LocalModel {
     id: ModelId,
     engine: Arc<Engine>,
+    /// The draft model (`providers.local.draft`), when speculation is on and one is set.
+    draft: Option<Arc<Engine>>,
     settings: Settings,
 }
 
@@ -376,9 +443,28 @@ impl LocalModel {
     pub fn connect(config: &Config, model: &ModelId) -> Result<Self, LlmError> {
         let path = resolve_path(config, model)?;
         let settings = Settings::from_config(config);
+        let draft = match config.get("providers.local.draft") {
+            Some(draft) if settings.speculation.is_some() => {
+                let draft = PathBuf::from(draft);
+                if !draft.is_file() {
+                    return Err(LlmError::new(
+                        model,
+                        ErrorKind::Config {
+                            detail: format!(
+                                "the draft model file {} (providers.local.draft) does not exist",
+                                draft.display()
+                            ),
+                        },
+                    ));
+                }
+                Some(Engine::shared(&draft))
+            }
+            _ => None,
+        };
         Ok(Self {
             id: model.clone(),
             engine: Engine::shared(&path),
+            draft,
             settings,
         })
     }
@@ -392,6 +478,7 @@ impl ChatModel for LocalModel {
     fn stream(&self, request: &Request) -> EventStream {
         let (tx, rx) = mpsc::channel(64);
         let engine = Arc::clone(&self.engine);
+        let draft_engine = self.draft.clone();
         let request = request.clone();
         let settings = self.settings;
         let id = self.id.clone();
@@ -403,19 +490,30 @@ impl ChatModel for LocalModel {
                 Ok(loaded) => loaded,
                 Err(detail) => return fail(ErrorKind::Local { detail }),
             };
-            let mut session = engine
-                .session
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .take();
+            let draft = match draft_engine.as_deref().map(Engine::loaded) {
+                None => None,
+                Some(Ok(draft)) => Some(draft),
+                Some(Err(detail)) => {
+                    return fail(ErrorKind::Local {
+                        detail: format!("the draft model (providers.local.draft): {detail}"),
+                    });
+                }
+            };
+            let mut session = engine.take_session();
+            let mut draft_session = draft_engine.as_deref().and_then(Engine::take_session);
             let cancelled = || tx.is_closed();
             let mut emit = |event: Event| tx.blocking_send(Ok(event)).is_ok();
-            let result = loaded.answer(&mut session, &request, &settings, &mut emit, &cancelled);
-            if let Some(session) = session {
-                *engine
-                    .session
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(session);
+            let result = loaded.answer(
+                &mut session,
+                draft.as_deref().map(|draft| (draft, &mut draft_session)),
+                &request,
+                &settings,
+                &mut emit,
+                &cancelled,
+            );
+            engine.keep_session(session);
+            if let Some(draft_engine) = &draft_engine {
+                draft_engine.keep_session(draft_session);
             }
             match result {
                 Ok(stats) => tracing::debug!(?stats, "local generation"),
@@ -426,5 +524,52 @@ impl ChatModel for LocalModel {
             }
         });
         EventStream::from_receiver(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Layers;
+
+    fn config(options: serde_json::Value) -> Config {
+        let mut layers = Layers::load(None, &[], &|_| None);
+        layers.set_initialization_options(&options);
+        layers.resolve()
+    }
+
+    #[test]
+    fn a_missing_draft_model_file_is_a_configuration_error_naming_the_key() {
+        let dir = std::env::temp_dir().join(format!("wright-local-draft-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let model_file = dir.join("model.gguf");
+        std::fs::write(&model_file, b"GGUF").unwrap();
+        let id = ModelId {
+            provider: super::super::Provider::Local,
+            model: model_file.display().to_string(),
+        };
+        let missing = dir.join("draft.gguf");
+        let draft = json!({"providers": {"local": {"draft": missing.display().to_string()}}});
+        let error = LocalModel::connect(&config(draft.clone()), &id)
+            .err()
+            .expect("a missing draft file is refused");
+        assert!(
+            error.to_string().contains("providers.local.draft"),
+            "{error}"
+        );
+        // With speculation off there is nothing to draft, and the setting is not used.
+        let mut off = draft;
+        off["providers"]["local"]["speculation"] = json!("off");
+        assert!(LocalModel::connect(&config(off), &id).is_ok());
+        std::fs::write(&missing, b"GGUF").unwrap();
+        let connected = LocalModel::connect(
+            &config(json!({"providers": {"local": {"draft": missing.display().to_string()}}})),
+            &id,
+        )
+        .unwrap();
+        assert!(connected.draft.is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

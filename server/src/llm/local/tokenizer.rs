@@ -192,6 +192,12 @@ impl Tokenizer {
         self.bytes.len()
     }
 
+    /// Whether `other` gives every token the same id and text (a draft model must: its tokens
+    /// are verified by id).
+    pub fn same_vocabulary(&self, other: &Tokenizer) -> bool {
+        self.eos == other.eos && self.bytes == other.bytes && self.ids.len() == other.ids.len()
+    }
+
     /// The text of `ids`, control tokens left out; bytes that are not UTF-8 are replaced.
     pub fn decode(&self, ids: &[u32]) -> String {
         let bytes: Vec<u8> = ids
