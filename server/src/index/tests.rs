@@ -338,7 +338,11 @@ fn lexical_phase_is_searchable_then_refined_with_references_and_docs() {
     assert_eq!(names(&hits), ["parse_http_request"]);
     assert_eq!((hits[0].line, hits[0].column), (1, 7));
     assert_eq!(hits[0].doc, None, "the lexical scan reads no doc comments");
-    assert!(index.references("parse_http_request", 5).is_empty());
+    // Call sites are there from the lexical scan on.
+    let refs = index.references("parse_http_request", 5);
+    assert_eq!(refs.len(), 1);
+    assert_eq!((refs[0].line, refs[0].column), (3, 17));
+    assert_eq!(index.references("serve", 5)[0].path, "app.py");
     assert!(index.files().values().all(|record| record.lexical));
 
     let refined = index.refine(&|_| {}, &|| false).unwrap();

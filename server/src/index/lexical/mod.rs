@@ -5,8 +5,10 @@
 //! One scanner per language reads the tokens of [`lexer`] (comments skipped, strings hidden)
 //! and yields definitions with the tree-sitter extractor's kind names, line, column, signature
 //! line, the lines of its body where a block or indentation shows them, and, where the
-//! scanner tracks blocks anyway, the container. No references and no doc comments: those come
-//! with phase 2. Every supported language has a scanner; one added without a scanner gets
+//! scanner tracks blocks anyway, the container; and the call sites (a name, not a keyword,
+//! followed by `(`, or a Rust macro's `!`), the references the grammars' tags queries mostly
+//! find, so the definition→reference graph exists from the start. No doc comments, and no
+//! type references: those come with phase 2. Every supported language has a scanner; one added without a scanner gets
 //! `None` here, and its files have no entries until phase 2.
 
 mod c;
@@ -18,7 +20,7 @@ mod python;
 mod ruby;
 mod rust;
 
-use super::extract::{Definition, Extracted, signature};
+use super::extract::{Definition, Extracted, Reference, signature};
 use crate::languages::Language;
 use lexer::Token;
 
@@ -46,10 +48,100 @@ pub fn scan(language: Language, source: &str) -> Option<Extracted> {
     if let Some(line_ends_statements) = blocks {
         block_ends(&tokens, &mut out, line_ends_statements);
     }
+    let references = calls(language, source, &tokens, &out.name_starts);
     Some(Extracted {
         definitions: out.definitions,
-        references: Vec::new(),
+        references,
     })
+}
+
+/// Words that a `(` follows without making a call (`if (`, `sizeof(`, `def f(` is a
+/// definition and is excluded by position instead), in any supported language.
+const NOT_CALLS: &[&str] = &[
+    "alignof",
+    "and",
+    "assert",
+    "await",
+    "case",
+    "catch",
+    "decltype",
+    "defined",
+    "del",
+    "do",
+    "elif",
+    "else",
+    "except",
+    "fn",
+    "for",
+    "foreach",
+    "func",
+    "function",
+    "if",
+    "in",
+    "is",
+    "lambda",
+    "match",
+    "new",
+    "noexcept",
+    "not",
+    "or",
+    "return",
+    "sizeof",
+    "static_assert",
+    "switch",
+    "synchronized",
+    "throw",
+    "typeof",
+    "typeid",
+    "until",
+    "unless",
+    "when",
+    "while",
+    "with",
+    "yield",
+];
+
+/// The call sites of `tokens`: a name followed by `(` (for Rust also `name!`), that is no
+/// definition's name and no keyword. Kind `call`, as the tags queries name them.
+fn calls(
+    language: Language,
+    source: &str,
+    tokens: &[Token],
+    definitions: &[u32],
+) -> Vec<Reference> {
+    let bytes = source.as_bytes();
+    let mut defined = definitions.to_vec();
+    defined.sort_unstable();
+    let mut references = Vec::new();
+    for (token, next) in tokens.iter().zip(&tokens[1..]) {
+        let called = next.is(b'(')
+            || (language == Language::Rust && next.is(b'!') && next.start == token.end);
+        if !called || !token.is_name() {
+            continue;
+        }
+        let name = token.text(source);
+        if token.kind == lexer::Tok::Ident && NOT_CALLS.contains(&name) {
+            continue;
+        }
+        if defined.binary_search(&token.start).is_ok() {
+            continue;
+        }
+        let start = token.start as usize;
+        let line_start = memchr::memrchr(b'\n', &bytes[..start]).map_or(0, |i| i + 1);
+        let prefix = &source[line_start..start];
+        let column = if prefix.is_ascii() {
+            prefix.len()
+        } else {
+            prefix.chars().count()
+        };
+        references.push(Reference {
+            name: name.to_owned(),
+            kind: "call".to_owned(),
+            line: token.line,
+            column: column as u32,
+        });
+    }
+    references
 }
 
 /// The definitions found so far, with what turns a token into one.

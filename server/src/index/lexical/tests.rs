@@ -342,3 +342,40 @@ fn definitions_span_their_bodies() {
         ["A 1-5", "f 2-3", "x 5-5", "g 6-7"]
     );
 }
+
+/// `name line:column` of each call site.
+fn calls(language: Language, source: &str) -> Vec<String> {
+    scan(language, source)
+        .expect("a scanner for the language")
+        .references
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r.kind, "call");
+            format!("{} {}:{}", r.name, r.line + 1, r.column)
+        })
+        .collect()
+}
+
+#[test]
+fn call_sites_are_references_but_keywords_definitions_and_hidden_text_are_not() {
+    let rust = "fn run(x: u8) -> u8 {\n    if (x > 1) { helper(x) } else { vec![x]; println!(\"call(x)\") }\n    // not(this)\n    self.step(x); r#match(x)\n}\n";
+    assert_eq!(
+        calls(Language::Rust, rust),
+        [
+            "helper 2:17",
+            "vec 2:36",
+            "println 2:45",
+            "step 4:9",
+            "match 4:20"
+        ]
+    );
+    let python = "def main(argv):\n    if (argv):\n        return (run(argv) or not (x))\n    print(\"é\", len(argv))\n";
+    assert_eq!(
+        calls(Language::Python, python),
+        ["run 3:16", "print 4:4", "len 4:15"]
+    );
+    let c = "#define SQUARE(x) ((x) * (x))\nint area(int w) {\n    while (w) { w = sizeof(w) + SQUARE(w); }\n    return scale(w);\n}\n";
+    assert_eq!(calls(Language::C, c), ["SQUARE 3:32", "scale 4:11"]);
+    let js = "function go(a) { return fetch(a).then(function (r) { return r; }); }\n";
+    assert_eq!(calls(Language::JavaScript, js), ["fetch 1:24", "then 1:33"]);
+}
