@@ -432,6 +432,27 @@ extern "C" { fn abs(x: i32) -> i32; }
     }
 
     #[test]
+    fn rust_calls_through_a_path_or_with_turbofish_are_references() {
+        let source = "fn f() {
+    shapes::square(2);
+    parse::<u8>(\"1\");
+    a::b::<T>(x);
+    log::info!(\"x\");
+}
+";
+        let extracted = extract(Language::Rust, source).unwrap();
+        let calls: Vec<(&str, u32)> = extracted
+            .references
+            .iter()
+            .filter(|r| r.kind == "call")
+            .map(|r| (r.name.as_str(), r.line))
+            .collect();
+        for expected in [("square", 1), ("parse", 2), ("b", 3), ("info", 4)] {
+            assert!(calls.contains(&expected), "{expected:?} in {calls:?}");
+        }
+    }
+
+    #[test]
     fn python_typescript_c_go_definitions() {
         let python = definitions(
             Language::Python,

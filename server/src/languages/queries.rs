@@ -2,7 +2,8 @@
 //!
 //! The stock queries find what editors' "go to symbol" needs most, but a symbol index must also
 //! find the declarations a reader looks for: Rust constants, statics, bodiless functions (trait
-//! methods, `extern` blocks), enum variants, struct fields and associated types; Python class
+//! methods, `extern` blocks), enum variants, struct fields and associated types, and calls
+//! through a path (`shapes::square(..)`, `parse::<T>(..)`, `log::info!`); Python class
 //! attributes and module-level assignments under `if`/`try` or to several names; C macros,
 //! enumerators, struct members, global variables, unions and typedefs of pointers and function
 //! pointers. `cargo xtask bench index` measures what they find against universal-ctags.
@@ -37,6 +38,10 @@ const RUST_EXTRA: &str = r#"
 (enum_variant name: (identifier) @name) @definition.constant
 (field_declaration name: (field_identifier) @name) @definition.field
 (associated_type name: (type_identifier) @name) @definition.type
+(call_expression function: (scoped_identifier name: (identifier) @name)) @reference.call
+(call_expression function: (generic_function function: (identifier) @name)) @reference.call
+(call_expression function: (generic_function function: (scoped_identifier name: (identifier) @name))) @reference.call
+(macro_invocation macro: (scoped_identifier name: (identifier) @name)) @reference.call
 "#;
 
 /// Python: the stock query finds assignments directly at module level only.
