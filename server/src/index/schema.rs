@@ -11,9 +11,10 @@ use tantivy::schema::{
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// Bumped whenever the schema, the tokenizer, what extraction stores or the manifest changes
-/// (4: files whose entries are still lexical are marked): an index of another format is
-/// rebuilt, never read.
-pub const FORMAT_VERSION: u32 = 4;
+/// (4: files whose entries are still lexical are marked; 5: lexical call references, Rust
+/// calls through paths, columns counted from the line's start): an index of another format
+/// is rebuilt, never read.
+pub const FORMAT_VERSION: u32 = 5;
 
 pub const IDENTIFIER_TOKENIZER: &str = "wright_identifier";
 
