@@ -384,8 +384,10 @@ pub async fn exec(
             None
         }
     };
-    let (id, history, journal) = match resumed {
-        Some((recorded, history, journal)) => (recorded.session_id, history, Some(journal)),
+    let (id, history, journal, spent) = match resumed {
+        Some((recorded, history, journal)) => {
+            (recorded.session_id, history, Some(journal), recorded.spent)
+        }
         None => {
             let id = agent::journal::new_session_id("exec");
             let context = index.as_deref().map(|index| {
@@ -411,7 +413,7 @@ pub async fn exec(
                     context.as_ref(),
                 ),
             );
-            (id, history, journal)
+            (id, history, journal, agent::Spent::default())
         }
     };
     if let Some(journal) = &journal {
@@ -466,7 +468,12 @@ pub async fn exec(
         tools,
         system: agent::prompt::system_prompt(&workspace.root),
         history,
+        artifacts: journal.as_ref().map_or_else(
+            wright::compaction::ArtifactStore::in_memory,
+            agent::journal::Journal::artifacts,
+        ),
         journal,
+        spent,
         limits: Limits {
             max_steps,
             ..Limits::default()

@@ -383,12 +383,14 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(
         Dialect::OpenAi,
-        &Turn::default().tool_call(
-            "e1",
-            "edit",
-            &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
-                .to_string(),
-        ),
+        &Turn::default()
+            .tool_call(
+                "e1",
+                "edit",
+                &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
+                    .to_string(),
+            )
+            .usage(100, 0, 10),
     ));
     // The second answer never comes: the process is killed while it waits.
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
@@ -397,12 +399,19 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
 
     provider.push(Reply::stream(
         Dialect::OpenAi,
-        &Turn::text(&["Resumed; add is fixed."]),
+        &Turn::text(&["Resumed; add is fixed."]).usage(50, 0, 5),
     ));
     let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(result["status"], "done", "{result}");
+    // The steps and tokens of the killed process count: the journal recorded them.
+    assert_eq!(result["steps"], 2, "{result}");
+    assert_eq!(
+        (&result["usage"]["input"], &result["usage"]["output"]),
+        (&json!(150), &json!(15)),
+        "{result}"
+    );
     // The resumed request carries the whole history the killed process had sent.
     let requests = provider.requests();
     let (before, after) = (requests[1].json(), requests[2].json());
@@ -432,6 +441,15 @@ fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history
     let (stderr, id) = kill_after(&dir, &provider, "read big.rs", 5);
     assert!(stderr.contains("compacted:"), "{stderr}");
 
+    // The placeholders name artifacts of the killed process: they read back, the same text.
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "a",
+            "read_artifact",
+            r#"{"id": "a1", "start_line": 3, "end_line": 4}"#,
+        ),
+    ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["All read."])));
     let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -444,7 +462,17 @@ fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history
     assert!(
         requests[5]
             .body_text()
-            .contains("[masked tool output: read_file")
+            .contains("[masked tool output: read_file src/big.rs lines 1-100 → artifact a1")
+    );
+    let results = tool_results(&provider);
+    let artifact = &results.iter().find(|(call, _)| call == "a").unwrap().1;
+    assert!(
+        artifact.starts_with("[artifact a1 from read_file: lines 3-4 of "),
+        "{artifact}"
+    );
+    assert!(
+        artifact.contains("pub const C2: u32 = 2;") && artifact.contains("pub const C3: u32 = 3;"),
+        "the text read before the kill: {artifact}"
     );
 }
 
@@ -613,10 +641,14 @@ fn ctrl_c_cancels_a_running_command_at_once_and_its_processes_die() {
 fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
     let dir = setup("exec-resume-failed");
     let provider = ScriptedProvider::start();
-    provider.push(Reply::stream(
-        Dialect::OpenAi,
-        &Turn::default().tool_call("l", "list_dir", "{}"),
-    ));
+    for _ in 0..3 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default()
+                .tool_call("l", "list_dir", "{}")
+                .usage(100, 0, 10),
+        ));
+    }
     let out = exec(
         &dir,
         Some(&provider),
@@ -624,11 +656,34 @@ fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
     );
     assert_eq!(out.status.code(), Some(1));
     let id = session_id(&text(&out.stderr));
+    // A resumed session goes on with the budget it has left, not a fresh one: one more step.
+    let resumed = exec(
+        &dir,
+        Some(&provider),
+        &["--resume", &id, "--max-steps", "2", "--json"],
+    );
+    assert_eq!(resumed.status.code(), Some(1));
+    let result: Value = serde_json::from_str(text(&resumed.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (2)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 2, "one step in the resumed run");
+    assert_eq!(
+        (&result["steps"], &result["usage"]["input"]),
+        (&json!(2), &json!(200)),
+        "{result}"
+    );
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Looked."])));
+    // The third scripted tool call, then the answer.
     let resumed = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     let result: Value = serde_json::from_str(text(&resumed.stdout).trim()).unwrap();
     assert_eq!(result["message"], "Looked.");
+    assert_eq!(result["steps"], 4, "{result}");
     let again = exec(&dir, Some(&provider), &["--resume", &id]);
     assert_eq!(again.status.code(), Some(1));
     assert!(

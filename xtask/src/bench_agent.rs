@@ -138,6 +138,8 @@ fn session(
                 "Task: read the library again and again".into(),
             )],
             journal: None,
+            artifacts: wright::compaction::ArtifactStore::in_memory(),
+            spent: agent::Spent::default(),
             limits: Limits {
                 max_steps: STEPS,
                 ..Limits::default()

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
@@ -48,6 +49,15 @@ impl Default for Limits {
     }
 }
 
+/// What a session has spent so far: nothing for a new session, what its journal recorded for
+/// a resumed one (a resumed session goes on with its budget, not a fresh one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Model calls answered.
+    pub steps: u32,
+    pub usage: Usage,
+}
+
 /// What can happen while the loop waits: the closed set of inputs a step reacts to.
 enum Input {
     Model(Result<Event, LlmError>),
@@ -78,6 +88,11 @@ pub struct Setup {
     pub history: Vec<Message>,
     /// Where every message, rewrite and the outcome are journaled as they happen.
     pub journal: Option<Journal>,
+    /// Where tool outputs are kept whole: the journal's store ([`Journal::artifacts`]) for a
+    /// journaled session, so that a resumed one reads back what its placeholders name.
+    pub artifacts: ArtifactStore,
+    /// What the session spent before this process took it up (a resumed session's record).
+    pub spent: Spent,
     pub limits: Limits,
     pub events: UnboundedSender<AgentEvent>,
     /// Where the tools report approvals and the editor's answers to edits (none headless).
@@ -113,11 +128,7 @@ impl Session {
         }
         Self {
             journal: setup.journal,
-            compactor: Compactor::new(
-                setup.compaction,
-                Some(&setup.tools.root),
-                ArtifactStore::in_memory(),
-            ),
+            compactor: Compactor::new(setup.compaction, Some(&setup.tools.root), setup.artifacts),
             model: setup.model,
             summary_model: setup.summary_model,
             tools: setup.tools,
@@ -125,8 +136,8 @@ impl Session {
             limits: setup.limits,
             events: setup.events,
             tool_events: setup.tool_events,
-            usage: Usage::default(),
-            steps: 0,
+            usage: setup.spent.usage,
+            steps: setup.spent.steps,
             changed: BTreeSet::new(),
         }
     }
@@ -167,6 +178,12 @@ impl Session {
                 Err(ended) => return ended,
             };
             self.emit(AgentEvent::Usage { total: self.usage });
+            self.journal(&Line::Spent {
+                spent: Spent {
+                    steps: self.steps,
+                    usage: self.usage,
+                },
+            });
             self.push(Message::Assistant {
                 text: text.clone(),
                 tool_calls: calls.clone(),
@@ -594,6 +611,8 @@ mod tests {
             system: "system".into(),
             history: vec![Message::User("task".into())],
             journal: None,
+            artifacts: ArtifactStore::in_memory(),
+            spent: Spent::default(),
             limits: Limits::default(),
             events,
             tool_events: None,
