@@ -342,7 +342,7 @@ pub async fn exec(
     workspace: &Workspace,
     start: ExecStart<'_>,
     model: Option<&str>,
-    max_steps: u32,
+    max_steps: Option<u32>,
     json: bool,
 ) -> anyhow::Result<u8> {
     use std::sync::Arc;
@@ -460,6 +460,12 @@ pub async fn exec(
     });
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let _ = events.send(models.event());
+    // The command line's --max-steps wins over the configuration's agent.max_steps.
+    let configured = Limits::from_config(&workspace.config);
+    let limits = Limits {
+        max_steps: max_steps.unwrap_or(configured.max_steps),
+        ..configured
+    };
     let mut session = Session::new(agent::Setup {
         id,
         model: Arc::clone(&models.task),
@@ -474,10 +480,7 @@ pub async fn exec(
         ),
         journal,
         spent,
-        limits: Limits {
-            max_steps,
-            ..Limits::default()
-        },
+        limits,
         events,
         tool_events: None,
     });

@@ -1,7 +1,8 @@
 //! `wright exec` end to end: the real binary, a workspace on disk, and the scripted provider
 //! of `wright-tests` playing the model over real SSE — reads (in parallel), a refused and a
 //! landed edit, arguments that are not JSON, an unknown tool, the final answer, `--json`, and
-//! `--undo`; then the ways a run fails: a wrong key, the step limit, no model configured.
+//! `--undo`; then the ways a run fails: a wrong key, the step, token and time limits, no
+//! model configured.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -303,6 +304,90 @@ fn failures_end_the_run_with_a_reason() {
         text(&out.stderr)
     );
     assert!(Path::new(&dir.path().join("ws/src/lib.rs")).exists());
+}
+
+#[test]
+fn the_configured_limits_end_a_run_and_the_command_line_wins_over_the_step_limit() {
+    // agent.max_tokens: the provider's count, input and output, over the limit.
+    let dir = setup("exec-token-limit");
+    dir.write("ws/.wright/config.toml", "[agent]\nmax_tokens = 1000\n");
+    let provider = ScriptedProvider::start();
+    for _ in 0..2 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default()
+                .tool_call("l", "list_dir", "{}")
+                .usage(900, 0, 200),
+        ));
+    }
+    let out = exec(&dir, Some(&provider), &["look", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("used 1100 tokens, over the session's limit of 1000"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 1);
+
+    // agent.max_wall_secs: a model that never answers is given up on at the deadline.
+    let dir = setup("exec-time-limit");
+    dir.write("ws/.wright/config.toml", "[agent]\nmax_wall_secs = 1\n");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
+    let started = std::time::Instant::now();
+    let out = exec(&dir, Some(&provider), &["wait", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the deadline, not the stream's idle timeout, ended it"
+    );
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("time limit of 1 s"),
+        "{result}"
+    );
+
+    // agent.max_steps, and --max-steps over it.
+    let dir = setup("exec-configured-steps");
+    dir.write("ws/.wright/config.toml", "[agent]\nmax_steps = 1\n");
+    let provider = ScriptedProvider::start();
+    for _ in 0..3 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call("l", "list_dir", "{}"),
+        ));
+    }
+    let out = exec(&dir, Some(&provider), &["loop", "--json"]);
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (1)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 1);
+    let out = exec(
+        &dir,
+        Some(&provider),
+        &["loop", "--max-steps", "2", "--json"],
+    );
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (2)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 3);
 }
 
 /// A workspace with a 400-line file and a context window small enough that reading it in four

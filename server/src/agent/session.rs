@@ -30,7 +30,7 @@ use crate::llm::{
 };
 
 /// When a session gives up.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Model calls.
     pub max_steps: u32,
@@ -45,6 +45,26 @@ impl Default for Limits {
             max_steps: 50,
             max_tokens: 5_000_000,
             wall_time: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl Limits {
+    /// The limits the configuration sets (`agent.max_steps`, `agent.max_tokens`,
+    /// `agent.max_wall_secs`), the defaults for the keys it leaves unset.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        let defaults = Self::default();
+        Self {
+            max_steps: config
+                .get_u64("agent.max_steps")
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(defaults.max_steps),
+            max_tokens: config
+                .get_u64("agent.max_tokens")
+                .unwrap_or(defaults.max_tokens),
+            wall_time: config
+                .get_u64("agent.max_wall_secs")
+                .map_or(defaults.wall_time, Duration::from_secs),
         }
     }
 }
@@ -164,8 +184,9 @@ impl Session {
                     FinalStatus::Failed,
                     String::new(),
                     Some(format!(
-                        "reached the step limit ({}) before the model finished; raise \
-                         --max-steps or split the task",
+                        "reached the step limit ({}) before the model finished; raise it \
+                         (--max-steps, or agent.max_steps in the configuration) or split the \
+                         task",
                         self.limits.max_steps
                     )),
                 );
@@ -193,7 +214,8 @@ impl Session {
                     FinalStatus::Failed,
                     text,
                     Some(format!(
-                        "used {} tokens, over the session's limit of {}",
+                        "used {} tokens, over the session's limit of {} (agent.max_tokens in \
+                         the configuration)",
                         self.usage.input + self.usage.output,
                         self.limits.max_tokens
                     )),
@@ -467,7 +489,8 @@ impl Session {
             FinalStatus::Failed,
             text,
             Some(format!(
-                "ran past the session's time limit of {} s",
+                "ran past the session's time limit of {} s (agent.max_wall_secs in the \
+                 configuration)",
                 self.limits.wall_time.as_secs()
             )),
         )
@@ -561,6 +584,25 @@ mod tests {
             self.met.lock().unwrap().push(*inside >= self.expected);
             Some("text\n".to_owned())
         }
+    }
+
+    #[test]
+    fn limits_come_from_the_agent_keys_as_an_editor_sets_them() {
+        let mut layers = crate::config::Layers::load(None, &[], &|_| None);
+        assert_eq!(Limits::from_config(&layers.resolve()), Limits::default());
+        layers.set_initialization_options(&serde_json::json!({
+            "agent": {"maxSteps": 7, "maxTokens": 1000, "maxWallSecs": 60}
+        }));
+        let config = layers.resolve();
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        assert_eq!(
+            Limits::from_config(&config),
+            Limits {
+                max_steps: 7,
+                max_tokens: 1000,
+                wall_time: Duration::from_secs(60),
+            }
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

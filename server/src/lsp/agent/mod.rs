@@ -167,6 +167,7 @@ impl Agents {
             .as_ref()
             .map(|(recorded, ..)| recorded.spent)
             .unwrap_or_default();
+        let limits = Limits::from_config(&start.config);
         let model = model.or(resumed
             .as_ref()
             .map(|(recorded, ..)| recorded.model.as_str()));
@@ -258,7 +259,7 @@ impl Agents {
                 journal,
                 artifacts,
                 spent,
-                limits: Limits::default(),
+                limits,
                 events,
                 tool_events: Some(tool_inbox),
             });
