@@ -238,6 +238,92 @@ fn wrong_arguments_and_unknown_tools_are_told_to_the_model() {
 }
 
 #[test]
+fn argument_keys_the_schema_does_not_declare_are_refused_with_the_schema() {
+    let ws = Workspace::new("undeclared", &[("a.txt", "one\ntwo\nthree\n")]);
+    let cx = context(&ws.0, None);
+    // A misspelt range must not read the whole file as if no range had been asked for.
+    let misspelt = run(&cx, "read_file", json!({"path": "a.txt", "startLine": 2}));
+    assert!(misspelt.is_error, "{}", misspelt.content);
+    assert!(
+        misspelt.content.starts_with(
+            "invalid arguments for read_file: unknown argument \"startLine\" (the arguments are: "
+        ) && misspelt.content.contains("start_line"),
+        "{}",
+        misspelt.content
+    );
+    assert!(
+        misspelt.content.contains("The schema is: {"),
+        "{}",
+        misspelt.content
+    );
+    // In the items of an array too; nothing is applied.
+    let nested = run(
+        &cx,
+        "multi_edit",
+        json!({"path": "a.txt", "edits": [
+            {"old_string": "one", "new_string": "1"},
+            {"old_text": "two", "new_string": "2"},
+        ]}),
+    );
+    assert!(
+        nested.is_error
+            && nested
+                .content
+                .contains("unknown argument \"old_text\" in \"edits\", item 2"),
+        "{}",
+        nested.content
+    );
+    assert_eq!(ws.read("a.txt"), "one\ntwo\nthree\n");
+    let plan = run(
+        &cx,
+        "update_plan",
+        json!({"steps": [{"title": "x", "status": "done", "note": "n"}]}),
+    );
+    assert!(
+        plan.is_error && plan.content.contains("unknown argument \"note\""),
+        "{}",
+        plan.content
+    );
+    let mut store = crate::compaction::ArtifactStore::in_memory();
+    store.put("grep", "x\n").unwrap();
+    let artifact = read_artifact(
+        &store,
+        &ToolCall {
+            id: "c".into(),
+            name: "read_artifact".into(),
+            arguments: json!({"id": "a1", "lines": "1-2"}).to_string(),
+        },
+    );
+    assert!(
+        artifact.is_error && artifact.content.contains("unknown argument \"lines\""),
+        "{}",
+        artifact.content
+    );
+    // Every key a schema declares is accepted, at every depth the schemas have.
+    for spec in SPECS {
+        let schema = (spec.parameters)();
+        let mut arguments = Map::new();
+        for (key, property) in schema["properties"].as_object().unwrap() {
+            let value = match property.get("items") {
+                Some(items) => json!([items["properties"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .map(|key| (key.clone(), Json::Null))
+                    .collect::<Map<_, _>>()]),
+                None => Json::Null,
+            };
+            arguments.insert(key.clone(), value);
+        }
+        assert!(
+            declared(spec, arguments).is_ok(),
+            "{} refuses its own keys",
+            spec.name
+        );
+    }
+}
+
+#[test]
 fn the_plan_is_kept() {
     let ws = Workspace::new("plan", &[]);
     let cx = context(&ws.0, None);
@@ -336,4 +422,61 @@ fn test_commands_are_detected_from_project_files() {
         commands::test_command(&go.0, None, Some("TestX")).as_deref(),
         Some("go test ./... -run 'TestX'")
     );
+}
+
+#[test]
+fn python_projects_run_pytest_only_where_they_configure_it() {
+    let detect = |name: &str, files: &[(&str, &str)]| {
+        let ws = Workspace::new(name, files);
+        commands::test_command(&ws.0, None, Some("add")).unwrap_or_default()
+    };
+    let unittest = "python3 -m unittest -k 'add'";
+    let pytest = "python3 -m pytest -q -k 'add'";
+    // Projects that never set pytest up: the standard library's runner.
+    assert_eq!(
+        detect(
+            "py-unittest",
+            &[("calc.py", ""), ("test_calc.py", "import unittest\n")]
+        ),
+        unittest
+    );
+    assert_eq!(
+        detect("py-tests-dir", &[("tests/test_calc.py", "")]),
+        unittest
+    );
+    assert_eq!(
+        detect(
+            "py-pyproject",
+            &[("pyproject.toml", "[project]\nname = \"calc\"\n")]
+        ),
+        unittest
+    );
+    assert_eq!(
+        detect(
+            "py-setup-cfg",
+            &[("setup.cfg", "[metadata]\nname = calc\n")]
+        ),
+        unittest
+    );
+    // Projects that configure pytest, each way pytest reads its configuration.
+    for (name, files) in [
+        ("py-pytest-ini", &[("pytest.ini", "[pytest]\n")][..]),
+        (
+            "py-pyproject-pytest",
+            &[(
+                "pyproject.toml",
+                "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n",
+            )],
+        ),
+        (
+            "py-setup-cfg-pytest",
+            &[("setup.cfg", "[metadata]\nname = calc\n[tool:pytest]\n")],
+        ),
+        ("py-tox-pytest", &[("tox.ini", "[tox]\n[pytest]\n")]),
+        ("py-conftest", &[("conftest.py", ""), ("test_calc.py", "")]),
+    ] {
+        assert_eq!(detect(name, files), pytest, "{name}");
+    }
+    // Not a Python project at all.
+    assert_eq!(detect("py-none", &[("notes.py", "")]), "");
 }
