@@ -1,8 +1,8 @@
 //! `wright exec` end to end: the real binary, a workspace on disk, and the scripted provider
 //! of `wright-tests` playing the model over real SSE — reads (in parallel), a refused and a
 //! landed edit, arguments that are not JSON, an unknown tool, the final answer, `--json`, and
-//! `--undo`; then the ways a run fails: a wrong key, the step, token and time limits, no
-//! model configured.
+//! `--undo`; a task on a Python project whose tests run for real, failing then passing; then
+//! the ways a run fails: a wrong key, the step, token and time limits, no model configured.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -219,6 +219,71 @@ fn a_task_reads_edits_and_finishes_and_undo_puts_the_files_back() {
     assert_eq!(read(&dir, "src/lib.rs"), LIB);
     let again = exec(&dir, None, &["--undo"]);
     assert_eq!(again.status.code(), Some(1), "nothing left to undo");
+}
+
+/// A small Python project whose tests the agent runs for real: unittest, since it configures
+/// no pytest.
+const CALC: &str = "def add(a, b):\n    return a - b\n";
+const TEST_CALC: &str = "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+
+#[test]
+fn a_task_on_a_python_project_reads_edits_runs_its_tests_and_finishes() {
+    let dir = TempDir::new("exec-python");
+    dir.write("ws/calc.py", CALC);
+    dir.write("ws/test_calc.py", TEST_CALC);
+    let provider = ScriptedProvider::start();
+    let call = |id: &str, name: &str, arguments: Value| {
+        Turn::default().tool_call(id, name, &arguments.to_string())
+    };
+    for turn in [
+        call("r", "read_file", json!({"path": "calc.py"})),
+        call("t1", "run_tests", json!({})),
+        call(
+            "e",
+            "edit",
+            json!({"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}),
+        ),
+        call("t2", "run_tests", json!({"filter": "test_add"})),
+        Turn::text(&["add adds; the test passes."]),
+    ] {
+        provider.push(Reply::stream(Dialect::OpenAi, &turn));
+    }
+    let out = exec(&dir, Some(&provider), &["make the tests pass", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "done", "{result}");
+    assert_eq!(result["filesChanged"], json!(["calc.py"]));
+    assert_eq!(read(&dir, "calc.py"), "def add(a, b):\n    return a + b\n");
+
+    let results = tool_results(&provider);
+    let result = |id: &str| &results.iter().find(|(call, _)| call == id).unwrap().1;
+    assert!(
+        result("r").contains("2\t    return a - b"),
+        "{}",
+        result("r")
+    );
+    // The detected command ran for real and failed; its failure comes first, parsed.
+    let failed = result("t1");
+    assert!(
+        failed.starts_with("unittest: ") && failed.contains("test_add"),
+        "{failed}"
+    );
+    assert!(
+        failed.contains("$ python3 -m unittest\nexit code 1,"),
+        "{failed}"
+    );
+    assert!(failed.contains("AssertionError: -1 != 5"), "{failed}");
+    let passed = result("t2");
+    assert!(
+        passed.starts_with(
+            "unittest: 0 failed, 1 passed\n$ python3 -m unittest -k 'test_add'\nexit code 0,"
+        ),
+        "{passed}"
+    );
+    assert!(
+        passed.contains("Ran 1 test") && passed.contains("\nOK"),
+        "{passed}"
+    );
 }
 
 #[test]
