@@ -192,6 +192,67 @@ fn edits_land_once_or_are_refused_with_the_candidates() {
     assert_eq!(ws.read("src/new.rs"), "pub fn renamed() {}\n");
 }
 
+const SHAPES: &str = "pub struct Circle {\n    pub radius: f64,\n}\n\nimpl Circle {\n    pub fn area(&self) -> f64 {\n        square(self.radius) * 3.14\n    }\n}\n\npub fn square(x: f64) -> f64 {\n    x * x\n}\n";
+const MAIN: &str = "mod shapes;\n\nfn main() {\n    let c = shapes::Circle { radius: 2.0 };\n    let a = c.area();\n    std::process::exit(a as i32);\n}\n";
+
+#[test]
+fn symbol_tools_answer_from_a_real_index() {
+    let ws = Workspace::new("index", &[("src/shapes.rs", SHAPES), ("src/main.rs", MAIN)]);
+    let cache = ws.0.with_extension("cache");
+    let index = crate::index::Index::open(
+        &ws.0,
+        crate::index::Options {
+            cache_dir: cache.clone(),
+            walk: WalkOptions::default(),
+        },
+    )
+    .unwrap();
+    index.refresh(&|_| {}).unwrap();
+    let mut cx = context(&ws.0, None);
+    cx.index = Some(Arc::new(index));
+
+    let found = run(&cx, "find_symbol", json!({"query": "area"}));
+    assert_eq!(
+        found.content,
+        "method area src/shapes.rs:6 in Circle\n    pub fn area(&self) -> f64 {\n"
+    );
+    let by_kind = run(
+        &cx,
+        "find_symbol",
+        json!({"query": "square", "kind": "function"}),
+    );
+    assert!(
+        by_kind
+            .content
+            .starts_with("function square src/shapes.rs:11\n    pub fn square(x: f64) -> f64 {\n"),
+        "{}",
+        by_kind.content
+    );
+    let none = run(&cx, "find_symbol", json!({"query": "hexagon"}));
+    assert_eq!(none.content, "no definitions match \"hexagon\"; try grep");
+
+    // Nested by line ranges: the field inside its struct.
+    let outline = run(&cx, "outline", json!({"path": "./src/shapes.rs"}));
+    assert_eq!(
+        outline.content,
+        "src/shapes.rs\n  class Circle (lines 1-3)\n    field radius (lines 2-2)\n  method area (lines 6-8)\n  function square (lines 11-13)\n"
+    );
+    let outside = run(&cx, "outline", json!({"path": "../x.rs"}));
+    assert!(outside.is_error, "{}", outside.content);
+
+    // Line and column of each use (the column counts the indentation).
+    let references = run(&cx, "find_references", json!({"name": "area"}));
+    assert_eq!(references.content, "src/main.rs\n  5:15 call\n");
+    let references = run(&cx, "find_references", json!({"name": "square"}));
+    assert_eq!(references.content, "src/shapes.rs\n  7:9 call\n");
+    let unused = run(&cx, "find_references", json!({"name": "hexagon"}));
+    assert_eq!(
+        unused.content,
+        "no references to \"hexagon\" indexed; try grep"
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
 #[test]
 fn wrong_arguments_and_unknown_tools_are_told_to_the_model() {
     let ws = Workspace::new("args", &[("a.txt", "x\n")]);
