@@ -342,7 +342,7 @@ pub async fn exec(
     workspace: &Workspace,
     start: ExecStart<'_>,
     model: Option<&str>,
-    max_steps: u32,
+    max_steps: Option<u32>,
     json: bool,
 ) -> anyhow::Result<u8> {
     use std::sync::Arc;
@@ -384,8 +384,10 @@ pub async fn exec(
             None
         }
     };
-    let (id, history, journal) = match resumed {
-        Some((recorded, history, journal)) => (recorded.session_id, history, Some(journal)),
+    let (id, history, journal, spent) = match resumed {
+        Some((recorded, history, journal)) => {
+            (recorded.session_id, history, Some(journal), recorded.spent)
+        }
         None => {
             let id = agent::journal::new_session_id("exec");
             let context = index.as_deref().map(|index| {
@@ -411,7 +413,7 @@ pub async fn exec(
                     context.as_ref(),
                 ),
             );
-            (id, history, journal)
+            (id, history, journal, agent::Spent::default())
         }
     };
     if let Some(journal) = &journal {
@@ -458,6 +460,12 @@ pub async fn exec(
     });
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let _ = events.send(models.event());
+    // The command line's --max-steps wins over the configuration's agent.max_steps.
+    let configured = Limits::from_config(&workspace.config);
+    let limits = Limits {
+        max_steps: max_steps.unwrap_or(configured.max_steps),
+        ..configured
+    };
     let mut session = Session::new(agent::Setup {
         id,
         model: Arc::clone(&models.task),
@@ -466,11 +474,13 @@ pub async fn exec(
         tools,
         system: agent::prompt::system_prompt(&workspace.root),
         history,
+        artifacts: journal.as_ref().map_or_else(
+            wright::compaction::ArtifactStore::in_memory,
+            agent::journal::Journal::artifacts,
+        ),
         journal,
-        limits: Limits {
-            max_steps,
-            ..Limits::default()
-        },
+        spent,
+        limits,
         events,
         tool_events: None,
     });

@@ -93,9 +93,9 @@ enum Command {
         /// PROVIDER/MODEL, or auto; overrides WRIGHT_MODEL and the configuration.
         #[arg(long)]
         model: Option<String>,
-        /// Model calls before the run gives up.
-        #[arg(long, default_value_t = 50)]
-        max_steps: u32,
+        /// Model calls before the run gives up [default: agent.max_steps, else 50].
+        #[arg(long)]
+        max_steps: Option<u32>,
         /// Print one JSON document with the result on stdout.
         #[arg(long)]
         json: bool,

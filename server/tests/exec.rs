@@ -1,7 +1,8 @@
 //! `wright exec` end to end: the real binary, a workspace on disk, and the scripted provider
 //! of `wright-tests` playing the model over real SSE — reads (in parallel), a refused and a
 //! landed edit, arguments that are not JSON, an unknown tool, the final answer, `--json`, and
-//! `--undo`; then the ways a run fails: a wrong key, the step limit, no model configured.
+//! `--undo`; a task on a Python project whose tests run for real, failing then passing; then
+//! the ways a run fails: a wrong key, the step, token and time limits, no model configured.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -220,6 +221,71 @@ fn a_task_reads_edits_and_finishes_and_undo_puts_the_files_back() {
     assert_eq!(again.status.code(), Some(1), "nothing left to undo");
 }
 
+/// A small Python project whose tests the agent runs for real: unittest, since it configures
+/// no pytest.
+const CALC: &str = "def add(a, b):\n    return a - b\n";
+const TEST_CALC: &str = "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+
+#[test]
+fn a_task_on_a_python_project_reads_edits_runs_its_tests_and_finishes() {
+    let dir = TempDir::new("exec-python");
+    dir.write("ws/calc.py", CALC);
+    dir.write("ws/test_calc.py", TEST_CALC);
+    let provider = ScriptedProvider::start();
+    let call = |id: &str, name: &str, arguments: Value| {
+        Turn::default().tool_call(id, name, &arguments.to_string())
+    };
+    for turn in [
+        call("r", "read_file", json!({"path": "calc.py"})),
+        call("t1", "run_tests", json!({})),
+        call(
+            "e",
+            "edit",
+            json!({"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}),
+        ),
+        call("t2", "run_tests", json!({"filter": "test_add"})),
+        Turn::text(&["add adds; the test passes."]),
+    ] {
+        provider.push(Reply::stream(Dialect::OpenAi, &turn));
+    }
+    let out = exec(&dir, Some(&provider), &["make the tests pass", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "done", "{result}");
+    assert_eq!(result["filesChanged"], json!(["calc.py"]));
+    assert_eq!(read(&dir, "calc.py"), "def add(a, b):\n    return a + b\n");
+
+    let results = tool_results(&provider);
+    let result = |id: &str| &results.iter().find(|(call, _)| call == id).unwrap().1;
+    assert!(
+        result("r").contains("2\t    return a - b"),
+        "{}",
+        result("r")
+    );
+    // The detected command ran for real and failed; its failure comes first, parsed.
+    let failed = result("t1");
+    assert!(
+        failed.starts_with("unittest: ") && failed.contains("test_add"),
+        "{failed}"
+    );
+    assert!(
+        failed.contains("$ python3 -m unittest\nexit code 1,"),
+        "{failed}"
+    );
+    assert!(failed.contains("AssertionError: -1 != 5"), "{failed}");
+    let passed = result("t2");
+    assert!(
+        passed.starts_with(
+            "unittest: 0 failed, 1 passed\n$ python3 -m unittest -k 'test_add'\nexit code 0,"
+        ),
+        "{passed}"
+    );
+    assert!(
+        passed.contains("Ran 1 test") && passed.contains("\nOK"),
+        "{passed}"
+    );
+}
+
 #[test]
 fn undo_refuses_when_a_file_changed_since_the_run() {
     let dir = setup("exec-undo-stale");
@@ -305,6 +371,90 @@ fn failures_end_the_run_with_a_reason() {
     assert!(Path::new(&dir.path().join("ws/src/lib.rs")).exists());
 }
 
+#[test]
+fn the_configured_limits_end_a_run_and_the_command_line_wins_over_the_step_limit() {
+    // agent.max_tokens: the provider's count, input and output, over the limit.
+    let dir = setup("exec-token-limit");
+    dir.write("ws/.wright/config.toml", "[agent]\nmax_tokens = 1000\n");
+    let provider = ScriptedProvider::start();
+    for _ in 0..2 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default()
+                .tool_call("l", "list_dir", "{}")
+                .usage(900, 0, 200),
+        ));
+    }
+    let out = exec(&dir, Some(&provider), &["look", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(result["status"], "failed", "{result}");
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("used 1100 tokens, over the session's limit of 1000"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 1);
+
+    // agent.max_wall_secs: a model that never answers is given up on at the deadline.
+    let dir = setup("exec-time-limit");
+    dir.write("ws/.wright/config.toml", "[agent]\nmax_wall_secs = 1\n");
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
+    let started = std::time::Instant::now();
+    let out = exec(&dir, Some(&provider), &["wait", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the deadline, not the stream's idle timeout, ended it"
+    );
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("time limit of 1 s"),
+        "{result}"
+    );
+
+    // agent.max_steps, and --max-steps over it.
+    let dir = setup("exec-configured-steps");
+    dir.write("ws/.wright/config.toml", "[agent]\nmax_steps = 1\n");
+    let provider = ScriptedProvider::start();
+    for _ in 0..3 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call("l", "list_dir", "{}"),
+        ));
+    }
+    let out = exec(&dir, Some(&provider), &["loop", "--json"]);
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (1)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 1);
+    let out = exec(
+        &dir,
+        Some(&provider),
+        &["loop", "--max-steps", "2", "--json"],
+    );
+    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (2)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 3);
+}
+
 /// A workspace with a 400-line file and a context window small enough that reading it in four
 /// parts passes the compaction threshold; the provider scripted to read those four parts.
 fn compaction_setup(name: &str) -> (TempDir, ScriptedProvider) {
@@ -383,12 +533,14 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(
         Dialect::OpenAi,
-        &Turn::default().tool_call(
-            "e1",
-            "edit",
-            &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
-                .to_string(),
-        ),
+        &Turn::default()
+            .tool_call(
+                "e1",
+                "edit",
+                &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
+                    .to_string(),
+            )
+            .usage(100, 0, 10),
     ));
     // The second answer never comes: the process is killed while it waits.
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
@@ -397,12 +549,19 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
 
     provider.push(Reply::stream(
         Dialect::OpenAi,
-        &Turn::text(&["Resumed; add is fixed."]),
+        &Turn::text(&["Resumed; add is fixed."]).usage(50, 0, 5),
     ));
     let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(result["status"], "done", "{result}");
+    // The steps and tokens of the killed process count: the journal recorded them.
+    assert_eq!(result["steps"], 2, "{result}");
+    assert_eq!(
+        (&result["usage"]["input"], &result["usage"]["output"]),
+        (&json!(150), &json!(15)),
+        "{result}"
+    );
     // The resumed request carries the whole history the killed process had sent.
     let requests = provider.requests();
     let (before, after) = (requests[1].json(), requests[2].json());
@@ -432,6 +591,15 @@ fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history
     let (stderr, id) = kill_after(&dir, &provider, "read big.rs", 5);
     assert!(stderr.contains("compacted:"), "{stderr}");
 
+    // The placeholders name artifacts of the killed process: they read back, the same text.
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "a",
+            "read_artifact",
+            r#"{"id": "a1", "start_line": 3, "end_line": 4}"#,
+        ),
+    ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["All read."])));
     let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -444,7 +612,17 @@ fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history
     assert!(
         requests[5]
             .body_text()
-            .contains("[masked tool output: read_file")
+            .contains("[masked tool output: read_file src/big.rs lines 1-100 → artifact a1")
+    );
+    let results = tool_results(&provider);
+    let artifact = &results.iter().find(|(call, _)| call == "a").unwrap().1;
+    assert!(
+        artifact.starts_with("[artifact a1 from read_file: lines 3-4 of "),
+        "{artifact}"
+    );
+    assert!(
+        artifact.contains("pub const C2: u32 = 2;") && artifact.contains("pub const C3: u32 = 3;"),
+        "the text read before the kill: {artifact}"
     );
 }
 
@@ -613,10 +791,14 @@ fn ctrl_c_cancels_a_running_command_at_once_and_its_processes_die() {
 fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
     let dir = setup("exec-resume-failed");
     let provider = ScriptedProvider::start();
-    provider.push(Reply::stream(
-        Dialect::OpenAi,
-        &Turn::default().tool_call("l", "list_dir", "{}"),
-    ));
+    for _ in 0..3 {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default()
+                .tool_call("l", "list_dir", "{}")
+                .usage(100, 0, 10),
+        ));
+    }
     let out = exec(
         &dir,
         Some(&provider),
@@ -624,11 +806,34 @@ fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
     );
     assert_eq!(out.status.code(), Some(1));
     let id = session_id(&text(&out.stderr));
+    // A resumed session goes on with the budget it has left, not a fresh one: one more step.
+    let resumed = exec(
+        &dir,
+        Some(&provider),
+        &["--resume", &id, "--max-steps", "2", "--json"],
+    );
+    assert_eq!(resumed.status.code(), Some(1));
+    let result: Value = serde_json::from_str(text(&resumed.stdout).trim()).unwrap();
+    assert!(
+        result["reason"]
+            .as_str()
+            .unwrap()
+            .contains("step limit (2)"),
+        "{result}"
+    );
+    assert_eq!(provider.requests().len(), 2, "one step in the resumed run");
+    assert_eq!(
+        (&result["steps"], &result["usage"]["input"]),
+        (&json!(2), &json!(200)),
+        "{result}"
+    );
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Looked."])));
+    // The third scripted tool call, then the answer.
     let resumed = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
     let result: Value = serde_json::from_str(text(&resumed.stdout).trim()).unwrap();
     assert_eq!(result["message"], "Looked.");
+    assert_eq!(result["steps"], 4, "{result}");
     let again = exec(&dir, Some(&provider), &["--resume", &id]);
     assert_eq!(again.status.code(), Some(1));
     assert!(

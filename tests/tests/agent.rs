@@ -1,7 +1,8 @@
 //! The agent inside the editor: `wright/agentRun` against the scripted provider, the edit
 //! arriving as a versioned `workspace/applyEdit` on the open (unsaved) document, confirmed by
 //! the `didChange` that follows; an edit the editor refuses (the user typed) reported to the
-//! model; `wright/undo` through the same path; `wright/sessions`; cancellation.
+//! model; `wright/undo` through the same path; `wright/sessions`; cancellation; approvals
+//! (network and configured commands, "allow always" remembered).
 
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
@@ -478,6 +479,152 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
         listener.accept().is_ok(),
         "the allowed run reached the host listener"
     );
+    editor.shutdown();
+}
+
+/// The last tool results the model was sent, oldest first.
+fn tool_results(provider: &ScriptedProvider) -> Vec<String> {
+    provider.requests().last().unwrap().json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// "Allow always" is remembered for the session: the second command that needs the network
+/// runs with it, and the editor is not asked again.
+#[test]
+fn a_network_access_allowed_always_is_not_asked_again_in_the_session() {
+    let dir = TempDir::new("lsp-agent-allow-always");
+    dir.write("ws/src/lib.rs", LIB);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let provider = ScriptedProvider::start();
+    for id in ["c1", "c2"] {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(
+                id,
+                "run_command",
+                &json!({"command": format!("bash -c 'echo {id} > /dev/tcp/127.0.0.1/{port}'")})
+                    .to_string(),
+            ),
+        ));
+    }
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let mut editor = start_with(
+        &dir,
+        &provider,
+        json!({"experimental": {"wrightRequestApproval": true}}),
+    );
+    let session = run(&mut editor, "connect twice");
+    let ask = editor.expect("a wright/requestApproval request", |m| {
+        m["method"] == "wright/requestApproval" && m.get("id").is_some()
+    });
+    assert_eq!(ask["params"]["kind"], "network", "{ask}");
+    editor.respond(&ask["id"], json!({"decision": "allowAlways"}));
+    let approval = agent_event(&mut editor, &session, "approval");
+    assert_eq!(approval["decision"], "allowAlways", "{approval}");
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    assert!(
+        editor
+            .try_take(|m| m["method"] == "wright/requestApproval")
+            .is_none(),
+        "the second command was not asked about"
+    );
+    let results = tool_results(&provider);
+    assert!(
+        results[0].contains("as the user allowed") && results[0].contains("exit code 0"),
+        "{}",
+        results[0]
+    );
+    // The second ran with the network from the start: nothing refused, no note.
+    assert!(results[1].contains("exit code 0"), "{}", results[1]);
+    assert!(!results[1].contains("sandbox:"), "{}", results[1]);
+    listener.set_nonblocking(true).unwrap();
+    let mut received = Vec::new();
+    while let Ok((mut stream, _)) = listener.accept() {
+        stream.set_nonblocking(false).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut text).unwrap();
+        received.push(text.trim().to_owned());
+    }
+    assert!(
+        received.contains(&"c1".to_owned()) && received.contains(&"c2".to_owned()),
+        "both commands reached the host listener: {received:?}"
+    );
+    editor.shutdown();
+}
+
+/// A command `agent.approve_commands` names is asked about through `wright/requestApproval`
+/// before it runs, every time until it is allowed always: denied, it does not run.
+#[test]
+fn commands_the_configuration_names_are_asked_about_before_they_run() {
+    let dir = TempDir::new("lsp-agent-approve-commands");
+    dir.write("ws/src/lib.rs", LIB);
+    dir.write(
+        "ws/.wright/config.toml",
+        "[agent]\napprove_commands = \"git push*; echo approved*\"\n",
+    );
+    let provider = ScriptedProvider::start();
+    for id in ["d", "a"] {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(
+                id,
+                "run_command",
+                &json!({"command": format!("echo approved {id}")}).to_string(),
+            ),
+        ));
+    }
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call("free", "run_command", r#"{"command": "echo free"}"#),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let mut editor = start_with(
+        &dir,
+        &provider,
+        json!({"experimental": {"wrightRequestApproval": true}}),
+    );
+    let session = run(&mut editor, "echo things");
+    for (command, decision) in [("echo approved d", "deny"), ("echo approved a", "allow")] {
+        let ask = editor.expect("a wright/requestApproval request", |m| {
+            m["method"] == "wright/requestApproval" && m.get("id").is_some()
+        });
+        assert_eq!(ask["params"]["kind"], "command", "{ask}");
+        assert_eq!(ask["params"]["command"], command, "{ask}");
+        assert_eq!(ask["params"]["sessionId"], session.as_str());
+        assert!(
+            ask["params"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("`echo approved*`"),
+            "{ask}"
+        );
+        editor.respond(&ask["id"], json!({"decision": decision}));
+    }
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    assert!(
+        editor
+            .try_take(|m| m["method"] == "wright/requestApproval")
+            .is_none(),
+        "a command no pattern names is not asked about"
+    );
+    let results = tool_results(&provider);
+    assert!(
+        results[0].contains("the user did not allow it") && !results[0].contains("exit code"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("exit code 0") && results[1].contains("approved a"),
+        "{}",
+        results[1]
+    );
+    assert!(results[2].contains("exit code 0"), "{}", results[2]);
     editor.shutdown();
 }
 

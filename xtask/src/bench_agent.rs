@@ -1,9 +1,10 @@
 //! `cargo xtask bench agent`: what the agent's harness adds to each step of a session.
 //!
 //! A 100-step session on an instant model (an in-process `ChatModel` that answers each request
-//! at once with one tool call) over a copy of the example workspace. Each step's time is the
-//! gap between two model requests: reading the answer, running the tool, compaction's
-//! bookkeeping, the events, building the next request. The tool's own work (a `read_file` of
+//! at once with one tool call) over a copy of the example workspace, journaled to a temporary
+//! data folder as real sessions are. Each step's time is the gap between two model requests:
+//! reading the answer, running the tool, compaction's bookkeeping (each output kept as an
+//! artifact file), the journal's flushed lines, the events, building the next request. The tool's own work (a `read_file` of
 //! a small file) is timed alone and taken off, which leaves the harness overhead. The peer,
 //! measured in the same run, is the least work any harness does per step: serialising the
 //! step's request body for the OpenAI API. Peak memory is the process's high-water mark after
@@ -21,7 +22,7 @@ use wright::agent::tools::{self, ToolContext};
 use wright::agent::{self, Cancel, Limits, Session};
 use wright::edit::GateMode;
 use wright::llm::{
-    ChatModel, Event, EventStream, FinishReason, Message, ModelId, Request, ToolCall, Usage, openai,
+    ChatModel, Event, EventStream, FinishReason, ModelId, Request, ToolCall, Usage, openai,
 };
 use wright::workspace::{DiskOnly, WalkOptions};
 
@@ -93,8 +94,12 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     std::fs::create_dir_all(root.join("src"))?;
     let example = crate::project_root().join("tests/fixtures/example-workspace/src/lib.rs");
     std::fs::copy(&example, root.join("src/lib.rs")).context("copying the example workspace")?;
-    let result = measure(&root);
+    let data_dir =
+        std::env::temp_dir().join(format!("wright-bench-agent-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let result = measure(&root, &data_dir);
     let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&data_dir);
     result
 }
 
@@ -116,6 +121,7 @@ fn context(root: &std::path::Path) -> Arc<ToolContext> {
 fn session(
     runtime: &tokio::runtime::Runtime,
     root: &std::path::Path,
+    data_dir: &std::path::Path,
     keep: bool,
 ) -> anyhow::Result<Arc<InstantModel>> {
     let model = Arc::new(InstantModel {
@@ -123,21 +129,36 @@ fn session(
         keep,
         requests: Mutex::new(Vec::new()),
     });
+    // A real journal and artifact store, as `wright exec` and the editor have: their
+    // writes (flushed at every message, each output a file) are part of every step.
+    let id = agent::journal::new_session_id("bench");
+    let task = "read the library again and again";
+    let (history, journal) = agent::journal::begin(
+        data_dir,
+        root,
+        &id,
+        task,
+        "openai/instant",
+        format!("Task: {task}"),
+    );
+    let Some(journal) = journal else {
+        bail!("the session's journal could not be created (see the log)");
+    };
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let outcome = runtime.block_on(async {
         // A reader like the editor's: every event is taken off the channel.
         let reader = tokio::spawn(async move { while received.recv().await.is_some() {} });
         let mut session = Session::new(agent::Setup {
-            id: "bench".into(),
+            id,
             model: model.clone(),
             summary_model: model.clone(),
             compaction: wright::compaction::Settings::default(),
             tools: context(root),
             system: agent::prompt::system_prompt(root),
-            history: vec![Message::User(
-                "Task: read the library again and again".into(),
-            )],
-            journal: None,
+            history,
+            artifacts: journal.artifacts(),
+            journal: Some(journal),
+            spent: agent::Spent::default(),
             limits: Limits {
                 max_steps: STEPS,
                 ..Limits::default()
@@ -160,7 +181,7 @@ fn session(
     Ok(model)
 }
 
-fn measure(root: &std::path::Path) -> anyhow::Result<String> {
+fn measure(root: &std::path::Path, data_dir: &std::path::Path) -> anyhow::Result<String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -170,9 +191,9 @@ fn measure(root: &std::path::Path) -> anyhow::Result<String> {
     let memory_start = high_water_kb();
     std::hint::black_box(wright::llm::tokens::count("warm up"));
     let memory_before = high_water_kb();
-    session(&runtime, root, false)?;
+    session(&runtime, root, data_dir, false)?;
     let memory_after = high_water_kb();
-    let model = session(&runtime, root, true)?;
+    let model = session(&runtime, root, data_dir, true)?;
 
     // The tool's own work, alone.
     let tools = context(root);
@@ -207,7 +228,8 @@ fn measure(root: &std::path::Path) -> anyhow::Result<String> {
     writeln!(
         body,
         "A {STEPS}-step session on an instant in-process model (one `read_file` of 40 lines per \
-         step), over a copy of the example workspace; debug build, so upper bounds.\n"
+         step), over a copy of the example workspace, journaled (each message flushed, each \
+         output an artifact file); debug build, so upper bounds.\n"
     )?;
     writeln!(
         body,

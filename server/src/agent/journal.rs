@@ -3,8 +3,11 @@
 //! lost.
 //!
 //! Lines, in order: `start` (id, task, root, model), then one `message` per message appended
-//! to the transcript, a `rewrite` with the whole history when compaction rewrote it, a
-//! `resumed` when a process took the session up again, and `end` with the outcome. A line cut
+//! to the transcript, a `spent` after each model call (the steps and tokens so far, so that a
+//! resumed session goes on with its budget), a `rewrite` with the whole history when
+//! compaction rewrote it, a `resumed` when a process took the session up again, and `end`
+//! with the outcome. Next to the journal, `<id>.artifacts/` holds the session's tool outputs
+//! whole, so the placeholders of a resumed history still read back. A line cut
 //! by a crash in the middle of its writing is ignored on reading: every line before it is
 //! whole, because each is written with a single `write` and flushed before the next.
 
@@ -16,6 +19,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::events::{FinalStatus, Outcome, ToolEvent};
+use super::session::Spent;
+use crate::compaction::ArtifactStore;
 use crate::llm::Message;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +46,10 @@ pub enum Line {
     },
     Resumed {
         at: u64,
+    },
+    /// The steps and tokens spent so far, after each model call.
+    Spent {
+        spent: Spent,
     },
     /// What a tool reported as it ran: an approval answered, an edit applied or refused.
     Tool {
@@ -131,6 +140,17 @@ impl Journal {
         &self.path
     }
 
+    /// The session's artifact store, next to the journal (`<id>.artifacts/`): a resumed
+    /// session finds the outputs its masked placeholders name, and numbers new ones after
+    /// them. A folder that cannot be made leaves the outputs in memory (logged).
+    pub fn artifacts(&self) -> ArtifactStore {
+        let dir = self.path.with_extension("artifacts");
+        ArtifactStore::open(&dir).unwrap_or_else(|err| {
+            tracing::warn!("{err}; this session's tool outputs are kept in memory only");
+            ArtifactStore::in_memory()
+        })
+    }
+
     /// Appends `line` and hands it to the operating system at once: a killed process loses
     /// nothing it journaled.
     pub fn append(&mut self, line: &Line) -> Result<(), JournalError> {
@@ -159,6 +179,8 @@ pub struct Recorded {
     pub messages: Vec<Message>,
     /// `None` when the session never ended: it was interrupted, and can resume.
     pub outcome: Option<Outcome>,
+    /// The steps and tokens the session spent, over all the processes that ran it.
+    pub spent: Spent,
 }
 
 impl Recorded {
@@ -220,12 +242,21 @@ impl Recorded {
             started_at,
             messages: Vec::new(),
             outcome: None,
+            spent: Spent::default(),
         };
         for line in lines {
             match line {
                 Line::Message { message } => recorded.messages.push(message),
                 Line::Rewrite { messages } => recorded.messages = messages,
-                Line::End { outcome } => recorded.outcome = Some(outcome),
+                Line::Spent { spent } => recorded.spent = spent,
+                Line::End { outcome } => {
+                    // A step whose model call failed counts too: the outcome has the last word.
+                    recorded.spent = Spent {
+                        steps: outcome.steps,
+                        usage: outcome.usage,
+                    };
+                    recorded.outcome = Some(outcome);
+                }
                 Line::Resumed { .. } => recorded.outcome = None,
                 Line::Start { .. } | Line::Tool { .. } => {}
             }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
 
 pub use events::{AgentEvent, FinalStatus, Outcome, ToolEvent, ToolEvents};
-pub use session::{Limits, Session, Setup};
+pub use session::{Limits, Session, Setup, Spent};
 
 /// A session's cancellation: cheap to clone, checked by blocking code, awaited by async code.
 #[derive(Clone, Debug, Default)]

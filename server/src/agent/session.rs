@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
@@ -29,7 +30,7 @@ use crate::llm::{
 };
 
 /// When a session gives up.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Model calls.
     pub max_steps: u32,
@@ -46,6 +47,35 @@ impl Default for Limits {
             wall_time: Duration::from_secs(30 * 60),
         }
     }
+}
+
+impl Limits {
+    /// The limits the configuration sets (`agent.max_steps`, `agent.max_tokens`,
+    /// `agent.max_wall_secs`), the defaults for the keys it leaves unset.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        let defaults = Self::default();
+        Self {
+            max_steps: config
+                .get_u64("agent.max_steps")
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(defaults.max_steps),
+            max_tokens: config
+                .get_u64("agent.max_tokens")
+                .unwrap_or(defaults.max_tokens),
+            wall_time: config
+                .get_u64("agent.max_wall_secs")
+                .map_or(defaults.wall_time, Duration::from_secs),
+        }
+    }
+}
+
+/// What a session has spent so far: nothing for a new session, what its journal recorded for
+/// a resumed one (a resumed session goes on with its budget, not a fresh one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Model calls answered.
+    pub steps: u32,
+    pub usage: Usage,
 }
 
 /// What can happen while the loop waits: the closed set of inputs a step reacts to.
@@ -78,6 +108,11 @@ pub struct Setup {
     pub history: Vec<Message>,
     /// Where every message, rewrite and the outcome are journaled as they happen.
     pub journal: Option<Journal>,
+    /// Where tool outputs are kept whole: the journal's store ([`Journal::artifacts`]) for a
+    /// journaled session, so that a resumed one reads back what its placeholders name.
+    pub artifacts: ArtifactStore,
+    /// What the session spent before this process took it up (a resumed session's record).
+    pub spent: Spent,
     pub limits: Limits,
     pub events: UnboundedSender<AgentEvent>,
     /// Where the tools report approvals and the editor's answers to edits (none headless).
@@ -113,11 +148,7 @@ impl Session {
         }
         Self {
             journal: setup.journal,
-            compactor: Compactor::new(
-                setup.compaction,
-                Some(&setup.tools.root),
-                ArtifactStore::in_memory(),
-            ),
+            compactor: Compactor::new(setup.compaction, Some(&setup.tools.root), setup.artifacts),
             model: setup.model,
             summary_model: setup.summary_model,
             tools: setup.tools,
@@ -125,8 +156,8 @@ impl Session {
             limits: setup.limits,
             events: setup.events,
             tool_events: setup.tool_events,
-            usage: Usage::default(),
-            steps: 0,
+            usage: setup.spent.usage,
+            steps: setup.spent.steps,
             changed: BTreeSet::new(),
         }
     }
@@ -153,8 +184,9 @@ impl Session {
                     FinalStatus::Failed,
                     String::new(),
                     Some(format!(
-                        "reached the step limit ({}) before the model finished; raise \
-                         --max-steps or split the task",
+                        "reached the step limit ({}) before the model finished; raise it \
+                         (--max-steps, or agent.max_steps in the configuration) or split the \
+                         task",
                         self.limits.max_steps
                     )),
                 );
@@ -167,6 +199,12 @@ impl Session {
                 Err(ended) => return ended,
             };
             self.emit(AgentEvent::Usage { total: self.usage });
+            self.journal(&Line::Spent {
+                spent: Spent {
+                    steps: self.steps,
+                    usage: self.usage,
+                },
+            });
             self.push(Message::Assistant {
                 text: text.clone(),
                 tool_calls: calls.clone(),
@@ -176,7 +214,8 @@ impl Session {
                     FinalStatus::Failed,
                     text,
                     Some(format!(
-                        "used {} tokens, over the session's limit of {}",
+                        "used {} tokens, over the session's limit of {} (agent.max_tokens in \
+                         the configuration)",
                         self.usage.input + self.usage.output,
                         self.limits.max_tokens
                     )),
@@ -450,7 +489,8 @@ impl Session {
             FinalStatus::Failed,
             text,
             Some(format!(
-                "ran past the session's time limit of {} s",
+                "ran past the session's time limit of {} s (agent.max_wall_secs in the \
+                 configuration)",
                 self.limits.wall_time.as_secs()
             )),
         )
@@ -546,6 +586,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn limits_come_from_the_agent_keys_as_an_editor_sets_them() {
+        let mut layers = crate::config::Layers::load(None, &[], &|_| None);
+        assert_eq!(Limits::from_config(&layers.resolve()), Limits::default());
+        layers.set_initialization_options(&serde_json::json!({
+            "agent": {"maxSteps": 7, "maxTokens": 1000, "maxWallSecs": 60}
+        }));
+        let config = layers.resolve();
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        assert_eq!(
+            Limits::from_config(&config),
+            Limits {
+                max_steps: 7,
+                max_tokens: 1000,
+                wall_time: Duration::from_secs(60),
+            }
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn read_only_calls_of_one_answer_run_together_and_results_keep_their_order() {
         let root = std::env::temp_dir().join(format!("wright-session-{}", std::process::id()));
@@ -594,6 +653,8 @@ mod tests {
             system: "system".into(),
             history: vec![Message::User("task".into())],
             journal: None,
+            artifacts: ArtifactStore::in_memory(),
+            spent: Spent::default(),
             limits: Limits::default(),
             events,
             tool_events: None,

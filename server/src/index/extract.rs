@@ -128,10 +128,12 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
         let name = source[tag.name_range.clone()].to_owned();
         let kind = config.syntax_type_name(tag.syntax_type_id).to_owned();
         let line = tag.span.start.row as u32;
-        let line_start = tag.line_range.start;
-        let column = source[line_start..tag.name_range.start.max(line_start)]
-            .chars()
-            .count() as u32;
+        // Not `tag.line_range`: tree-sitter-tags starts it after the line's indentation, which
+        // put every indented name's column that many characters too far left.
+        let line_start = source[..tag.name_range.start]
+            .rfind('\n')
+            .map_or(0, |at| at + 1);
+        let column = source[line_start..tag.name_range.start].chars().count() as u32;
         if tag.is_definition {
             extracted.definitions.push(Definition {
                 container: scopes.container_of(&tag.range),

@@ -1,6 +1,6 @@
 //! `run_command` and `run_tests`: commands through the session's [`CommandRunner`] (the
 //! sandbox), output capped head and tail for the prompt, test commands detected from the
-//! project's files.
+//! project's files (pytest only where the project configures it, else Python's unittest).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -68,8 +68,8 @@ pub(super) fn run_tests(context: &ToolContext, args: &Args) -> ToolResult {
         .filter(|f| !f.is_empty());
     let Some(command) = test_command(&context.root, context.test_command.as_deref(), filter) else {
         return Err(Failure::Refused(
-            "no test command found (no Cargo.toml, pyproject.toml/pytest.ini/setup.py, \
-             package.json with a test script, or go.mod at the root); run the tests with \
+            "no test command found (no Cargo.toml, go.mod, package.json with a test script, \
+             Python project files or test*.py modules at the root); run the tests with \
              run_command, or set agent.test_command in .wright/config.toml"
                 .to_owned(),
         ));
@@ -197,19 +197,49 @@ pub(crate) fn test_command(
     {
         return Some(with("npm test --silent --", "-t "));
     }
-    if [
-        "pyproject.toml",
-        "pytest.ini",
-        "setup.py",
-        "setup.cfg",
-        "tox.ini",
-    ]
-    .iter()
-    .any(|name| has(name))
-    {
+    if uses_pytest(root) {
         return Some(with("python3 -m pytest -q", "-k "));
     }
+    if is_python_project(root) {
+        // The standard library's runner: a project that never set pytest up may not have it.
+        return Some(with("python3 -m unittest", "-k "));
+    }
     None
+}
+
+/// Whether the project configures pytest (its own file, a section of a shared one, or a
+/// `conftest.py`): only then is pytest the project's runner.
+fn uses_pytest(root: &Path) -> bool {
+    let mentions = |name: &str, section: &str| {
+        std::fs::read_to_string(root.join(name)).is_ok_and(|text| {
+            text.lines()
+                .any(|line| line.trim_start().starts_with(section))
+        })
+    };
+    root.join("pytest.ini").is_file()
+        || root.join("conftest.py").is_file()
+        || root.join("tests/conftest.py").is_file()
+        || mentions("pyproject.toml", "[tool.pytest")
+        || mentions("setup.cfg", "[tool:pytest]")
+        || mentions("tox.ini", "[pytest]")
+}
+
+/// Whether the root is a Python project: its packaging files, or test modules as unittest
+/// discovers them (`test*.py` at the root or in `tests/`).
+fn is_python_project(root: &Path) -> bool {
+    let packaged = ["pyproject.toml", "setup.py", "setup.cfg", "tox.ini"]
+        .iter()
+        .any(|name| root.join(name).is_file());
+    let has_tests = |dir: &Path| {
+        std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("test") && name.ends_with(".py")
+            })
+        })
+    };
+    packaged || has_tests(root) || has_tests(&root.join("tests"))
 }
 
 fn shell_quote(text: &str) -> String {

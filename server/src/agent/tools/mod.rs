@@ -251,7 +251,7 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         name: "run_tests",
-        description: "Run the project's tests (the test command is detected: cargo, pytest, npm, go) and report the failures.",
+        description: "Run the project's tests (the test command is detected: cargo, pytest, unittest, npm, go) and report the failures.",
         read_only: false,
         needs_commands: true,
         parameters: || {
@@ -337,7 +337,10 @@ pub fn call(context: &ToolContext, call: &ToolCall) -> ToolOutput {
             names.join(", ")
         ));
     };
-    let arguments = match call.parsed_arguments() {
+    let arguments = match call
+        .parsed_arguments()
+        .and_then(|arguments| declared(spec, arguments))
+    {
         Ok(arguments) => Args(arguments),
         Err(why) => return invalid(spec, &why),
     };
@@ -376,6 +379,7 @@ pub fn read_artifact(store: &ArtifactStore, call: &ToolCall) -> ToolOutput {
         .expect("read_artifact is a tool");
     let result = call
         .parsed_arguments()
+        .and_then(|arguments| declared(spec, arguments))
         .map_err(Failure::Arguments)
         .and_then(|arguments| {
             let arguments = Args(arguments);
@@ -390,6 +394,50 @@ pub fn read_artifact(store: &ArtifactStore, call: &ToolCall) -> ToolOutput {
         Ok(text) => ToolOutput::ok(text),
         Err(Failure::Arguments(why)) => invalid(spec, &why),
         Err(Failure::Refused(why)) => ToolOutput::error(why),
+    }
+}
+
+/// `arguments`, when they hold no key the schema does not declare. Every schema says
+/// `additionalProperties: false`, and a misspelt optional argument (`startLine` for
+/// `start_line`) ignored would do something else than asked (read the whole file) without a
+/// word: the model is told instead.
+fn declared(spec: &Spec, arguments: Map<String, Json>) -> Result<Map<String, Json>, String> {
+    let arguments = Json::Object(arguments);
+    if let Some(why) = undeclared(&(spec.parameters)(), &arguments, "") {
+        return Err(why);
+    }
+    let Json::Object(arguments) = arguments else {
+        unreachable!("made an object above")
+    };
+    Ok(arguments)
+}
+
+/// The first key of `value`, at any depth, that `schema` does not allow, said with where it
+/// is and the keys that are allowed there.
+fn undeclared(schema: &Json, value: &Json, at: &str) -> Option<String> {
+    match value {
+        Json::Object(map) => {
+            let properties = schema.get("properties").and_then(Json::as_object)?;
+            let closed = schema.get("additionalProperties") == Some(&Json::Bool(false));
+            if closed && let Some(key) = map.keys().find(|key| !properties.contains_key(*key)) {
+                let known: Vec<&str> = properties.keys().map(String::as_str).collect();
+                return Some(format!(
+                    "unknown argument {key:?}{at} (the arguments are: {})",
+                    known.join(", ")
+                ));
+            }
+            map.iter().find_map(|(key, value)| {
+                let schema = properties.get(key)?;
+                undeclared(schema, value, &format!(" in {key:?}"))
+            })
+        }
+        Json::Array(items) => {
+            let schema = schema.get("items")?;
+            items.iter().enumerate().find_map(|(index, item)| {
+                undeclared(schema, item, &format!("{at}, item {}", index + 1))
+            })
+        }
+        _ => None,
     }
 }
 

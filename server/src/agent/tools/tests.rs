@@ -192,6 +192,67 @@ fn edits_land_once_or_are_refused_with_the_candidates() {
     assert_eq!(ws.read("src/new.rs"), "pub fn renamed() {}\n");
 }
 
+const SHAPES: &str = "pub struct Circle {\n    pub radius: f64,\n}\n\nimpl Circle {\n    pub fn area(&self) -> f64 {\n        square(self.radius) * 3.14\n    }\n}\n\npub fn square(x: f64) -> f64 {\n    x * x\n}\n";
+const MAIN: &str = "mod shapes;\n\nfn main() {\n    let c = shapes::Circle { radius: 2.0 };\n    let a = c.area();\n    std::process::exit(a as i32);\n}\n";
+
+#[test]
+fn symbol_tools_answer_from_a_real_index() {
+    let ws = Workspace::new("index", &[("src/shapes.rs", SHAPES), ("src/main.rs", MAIN)]);
+    let cache = ws.0.with_extension("cache");
+    let index = crate::index::Index::open(
+        &ws.0,
+        crate::index::Options {
+            cache_dir: cache.clone(),
+            walk: WalkOptions::default(),
+        },
+    )
+    .unwrap();
+    index.refresh(&|_| {}).unwrap();
+    let mut cx = context(&ws.0, None);
+    cx.index = Some(Arc::new(index));
+
+    let found = run(&cx, "find_symbol", json!({"query": "area"}));
+    assert_eq!(
+        found.content,
+        "method area src/shapes.rs:6 in Circle\n    pub fn area(&self) -> f64 {\n"
+    );
+    let by_kind = run(
+        &cx,
+        "find_symbol",
+        json!({"query": "square", "kind": "function"}),
+    );
+    assert!(
+        by_kind
+            .content
+            .starts_with("function square src/shapes.rs:11\n    pub fn square(x: f64) -> f64 {\n"),
+        "{}",
+        by_kind.content
+    );
+    let none = run(&cx, "find_symbol", json!({"query": "hexagon"}));
+    assert_eq!(none.content, "no definitions match \"hexagon\"; try grep");
+
+    // Nested by line ranges: the field inside its struct.
+    let outline = run(&cx, "outline", json!({"path": "./src/shapes.rs"}));
+    assert_eq!(
+        outline.content,
+        "src/shapes.rs\n  class Circle (lines 1-3)\n    field radius (lines 2-2)\n  method area (lines 6-8)\n  function square (lines 11-13)\n"
+    );
+    let outside = run(&cx, "outline", json!({"path": "../x.rs"}));
+    assert!(outside.is_error, "{}", outside.content);
+
+    // Line and column of each use (the column counts the indentation).
+    let references = run(&cx, "find_references", json!({"name": "area"}));
+    assert_eq!(references.content, "src/main.rs\n  5:15 call\n");
+    let references = run(&cx, "find_references", json!({"name": "square"}));
+    assert_eq!(references.content, "src/shapes.rs\n  7:9 call\n");
+    let unused = run(&cx, "find_references", json!({"name": "hexagon"}));
+    assert_eq!(
+        unused.content,
+        "no references to \"hexagon\" indexed; try grep"
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
 #[test]
 fn wrong_arguments_and_unknown_tools_are_told_to_the_model() {
     let ws = Workspace::new("args", &[("a.txt", "x\n")]);
@@ -235,6 +296,92 @@ fn wrong_arguments_and_unknown_tools_are_told_to_the_model() {
             .content
             .contains("unknown tool")
     );
+}
+
+#[test]
+fn argument_keys_the_schema_does_not_declare_are_refused_with_the_schema() {
+    let ws = Workspace::new("undeclared", &[("a.txt", "one\ntwo\nthree\n")]);
+    let cx = context(&ws.0, None);
+    // A misspelt range must not read the whole file as if no range had been asked for.
+    let misspelt = run(&cx, "read_file", json!({"path": "a.txt", "startLine": 2}));
+    assert!(misspelt.is_error, "{}", misspelt.content);
+    assert!(
+        misspelt.content.starts_with(
+            "invalid arguments for read_file: unknown argument \"startLine\" (the arguments are: "
+        ) && misspelt.content.contains("start_line"),
+        "{}",
+        misspelt.content
+    );
+    assert!(
+        misspelt.content.contains("The schema is: {"),
+        "{}",
+        misspelt.content
+    );
+    // In the items of an array too; nothing is applied.
+    let nested = run(
+        &cx,
+        "multi_edit",
+        json!({"path": "a.txt", "edits": [
+            {"old_string": "one", "new_string": "1"},
+            {"old_text": "two", "new_string": "2"},
+        ]}),
+    );
+    assert!(
+        nested.is_error
+            && nested
+                .content
+                .contains("unknown argument \"old_text\" in \"edits\", item 2"),
+        "{}",
+        nested.content
+    );
+    assert_eq!(ws.read("a.txt"), "one\ntwo\nthree\n");
+    let plan = run(
+        &cx,
+        "update_plan",
+        json!({"steps": [{"title": "x", "status": "done", "note": "n"}]}),
+    );
+    assert!(
+        plan.is_error && plan.content.contains("unknown argument \"note\""),
+        "{}",
+        plan.content
+    );
+    let mut store = crate::compaction::ArtifactStore::in_memory();
+    store.put("grep", "x\n").unwrap();
+    let artifact = read_artifact(
+        &store,
+        &ToolCall {
+            id: "c".into(),
+            name: "read_artifact".into(),
+            arguments: json!({"id": "a1", "lines": "1-2"}).to_string(),
+        },
+    );
+    assert!(
+        artifact.is_error && artifact.content.contains("unknown argument \"lines\""),
+        "{}",
+        artifact.content
+    );
+    // Every key a schema declares is accepted, at every depth the schemas have.
+    for spec in SPECS {
+        let schema = (spec.parameters)();
+        let mut arguments = Map::new();
+        for (key, property) in schema["properties"].as_object().unwrap() {
+            let value = match property.get("items") {
+                Some(items) => json!([items["properties"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .map(|key| (key.clone(), Json::Null))
+                    .collect::<Map<_, _>>()]),
+                None => Json::Null,
+            };
+            arguments.insert(key.clone(), value);
+        }
+        assert!(
+            declared(spec, arguments).is_ok(),
+            "{} refuses its own keys",
+            spec.name
+        );
+    }
 }
 
 #[test]
@@ -336,4 +483,61 @@ fn test_commands_are_detected_from_project_files() {
         commands::test_command(&go.0, None, Some("TestX")).as_deref(),
         Some("go test ./... -run 'TestX'")
     );
+}
+
+#[test]
+fn python_projects_run_pytest_only_where_they_configure_it() {
+    let detect = |name: &str, files: &[(&str, &str)]| {
+        let ws = Workspace::new(name, files);
+        commands::test_command(&ws.0, None, Some("add")).unwrap_or_default()
+    };
+    let unittest = "python3 -m unittest -k 'add'";
+    let pytest = "python3 -m pytest -q -k 'add'";
+    // Projects that never set pytest up: the standard library's runner.
+    assert_eq!(
+        detect(
+            "py-unittest",
+            &[("calc.py", ""), ("test_calc.py", "import unittest\n")]
+        ),
+        unittest
+    );
+    assert_eq!(
+        detect("py-tests-dir", &[("tests/test_calc.py", "")]),
+        unittest
+    );
+    assert_eq!(
+        detect(
+            "py-pyproject",
+            &[("pyproject.toml", "[project]\nname = \"calc\"\n")]
+        ),
+        unittest
+    );
+    assert_eq!(
+        detect(
+            "py-setup-cfg",
+            &[("setup.cfg", "[metadata]\nname = calc\n")]
+        ),
+        unittest
+    );
+    // Projects that configure pytest, each way pytest reads its configuration.
+    for (name, files) in [
+        ("py-pytest-ini", &[("pytest.ini", "[pytest]\n")][..]),
+        (
+            "py-pyproject-pytest",
+            &[(
+                "pyproject.toml",
+                "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\naddopts = \"-q\"\n",
+            )],
+        ),
+        (
+            "py-setup-cfg-pytest",
+            &[("setup.cfg", "[metadata]\nname = calc\n[tool:pytest]\n")],
+        ),
+        ("py-tox-pytest", &[("tox.ini", "[tox]\n[pytest]\n")]),
+        ("py-conftest", &[("conftest.py", ""), ("test_calc.py", "")]),
+    ] {
+        assert_eq!(detect(name, files), pytest, "{name}");
+    }
+    // Not a Python project at all.
+    assert_eq!(detect("py-none", &[("notes.py", "")]), "");
 }

@@ -100,20 +100,24 @@ type Resumed = (
     agent::journal::Journal,
 );
 
+/// What [`Opening::open`] prepares: the system prompt, the history, the journal, the
+/// artifact store.
+type Opened = (
+    String,
+    Vec<crate::llm::Message>,
+    Option<agent::journal::Journal>,
+    crate::compaction::ArtifactStore,
+);
+
 impl Opening {
-    /// The system prompt, the history to start from and the journal: a resumed session's
-    /// own, or a new session's task message (with retrieved context) and new journal.
-    fn open(
-        self,
-        resumed: Option<Resumed>,
-    ) -> (
-        String,
-        Vec<crate::llm::Message>,
-        Option<agent::journal::Journal>,
-    ) {
+    /// The system prompt, the history to start from, the journal and the artifact store: a
+    /// resumed session's own, or a new session's task message (with retrieved context) and
+    /// new journal.
+    fn open(self, resumed: Option<Resumed>) -> Opened {
         let system = agent::prompt::system_prompt(&self.root);
         if let Some((_, history, journal)) = resumed {
-            return (system, history, Some(journal));
+            let artifacts = journal.artifacts();
+            return (system, history, Some(journal), artifacts);
         }
         let context = self.index.as_deref().map(|index| {
             crate::retrieval::retrieve(
@@ -135,7 +139,11 @@ impl Opening {
             &self.model,
             agent::prompt::task_message(&self.task, &self.focus, context.as_ref()),
         );
-        (system, history, journal)
+        let artifacts = journal.as_ref().map_or_else(
+            crate::compaction::ArtifactStore::in_memory,
+            agent::journal::Journal::artifacts,
+        );
+        (system, history, journal, artifacts)
     }
 }
 
@@ -155,6 +163,11 @@ impl Agents {
         let task = resumed
             .as_ref()
             .map_or(task, |(recorded, ..)| recorded.task.clone());
+        let spent = resumed
+            .as_ref()
+            .map(|(recorded, ..)| recorded.spent)
+            .unwrap_or_default();
+        let limits = Limits::from_config(&start.config);
         let model = model.or(resumed
             .as_ref()
             .map(|(recorded, ..)| recorded.model.as_str()));
@@ -231,7 +244,7 @@ impl Agents {
         let session_id = id.clone();
         tokio::spawn(async move {
             let opened = tokio::task::spawn_blocking(move || opening.open(resumed)).await;
-            let Ok((system, history, journal)) = opened else {
+            let Ok((system, history, journal, artifacts)) = opened else {
                 tracing::error!("session {session_id}: preparing its first request panicked");
                 return;
             };
@@ -244,7 +257,9 @@ impl Agents {
                 system,
                 history,
                 journal,
-                limits: Limits::default(),
+                artifacts,
+                spent,
+                limits,
                 events,
                 tool_events: Some(tool_inbox),
             });
@@ -346,7 +361,7 @@ impl Agents {
                     Some(outcome) => status_name(outcome.status).to_owned(),
                     None => "interrupted".to_owned(),
                 },
-                steps: recorded.outcome.as_ref().map_or(0, |o| o.steps),
+                steps: recorded.spent.steps,
                 files_changed: recorded
                     .outcome
                     .as_ref()
