@@ -154,9 +154,10 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Where the driver leaves a screenshot of the window when `scenario` fails.
+/// Where the driver leaves a screenshot of the window when `scenario` fails: the target
+/// folder, beside (not in) the tools' folder, which may be shared between checkouts.
 fn failure_screenshot(scenario: &str) -> PathBuf {
-    editors_dir().join(format!("vscode-{scenario}-failure.png"))
+    editors_dir().with_file_name(format!("vscode-{scenario}-failure.png"))
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
