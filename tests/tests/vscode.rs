@@ -1,9 +1,10 @@
 //! The VS Code extension in a real VS Code: code-server (VS Code 1.139 from npm) with the
 //! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
 //! (playwright-core), against the scripted model provider. Three scenarios: a task run from the
-//! command palette lands in the buffer unsaved, with the step in the status bar and a progress
-//! notification, "Wright: Undo Last Agent Run" restores the text, and a setting saved in the
-//! settings editor reaches the running server ("Wright: Show Status"); with `wright.applyMode`
+//! command palette on a selection (which reaches the model) lands in the buffer unsaved, with
+//! the step in the status bar and a progress notification, "Wright: Undo Last Agent Run"
+//! restores the text, and a setting saved in the settings editor reaches the running server
+//! ("Wright: Show Status"); with `wright.applyMode`
 //! set to review, the proposal opens as a diff against the buffer and "Wright: Accept Edits"
 //! applies it; a command the sandbox refused the network asks in a modal dialog, and "Allow"
 //! runs it again with the network.
@@ -30,6 +31,10 @@ const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
 const TASK: &str = "make add wrap around on overflow";
 const ORIGINAL: &str = "    a + b\n";
 const EDITED: &str = "    a.wrapping_add(b)\n";
+/// The auto scenario's selection (1-based lines, whole) and what the model must be told of it.
+const SELECT: &str = "3-4";
+const SELECTED: &str = "The user selected lines 3-4:\n```\n/// Adds two numbers.\n\
+                        pub fn add(a: i64, b: i64) -> i64 {\n```";
 
 /// Everything the test needs from outside the repository.
 struct Tools {
@@ -277,8 +282,14 @@ fn edit_replies() -> Vec<Reply> {
 
 /// One scenario of `tests/vscode/e2e.cjs` in a fresh code-server on a copy of the example
 /// workspace, with `settings` added to the user settings, against a model that answers with
-/// `replies`.
-fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Reply>) -> Outcome {
+/// `replies`; `driver_env` is the driver's for this scenario (its selection, say).
+fn run_scenario(
+    tools: &Tools,
+    scenario: &str,
+    settings: Value,
+    replies: Vec<Reply>,
+    driver_env: &[(&str, &str)],
+) -> Outcome {
     // One VS Code at a time: two on two cores would only make both slow.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -402,6 +413,7 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Rep
         .env("HOME", dir.path().join("home"))
         .env("SCREENSHOT", failure_screenshot(scenario))
         .env("SETTINGS_FILE", user_data.join("User/settings.json"))
+        .envs(driver_env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -485,7 +497,13 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     let Some(tools) = tools_or_skip() else {
         return;
     };
-    let outcome = run_scenario(&tools, "auto", json!({}), edit_replies());
+    let outcome = run_scenario(
+        &tools,
+        "auto",
+        json!({}),
+        edit_replies(),
+        &[("SELECT", SELECT)],
+    );
     let seen = &outcome.seen;
 
     // The edit landed in the editor, unsaved: the buffer changed, the disk did not.
@@ -507,6 +525,16 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     assert!(
         first.contains("src/lib.rs"),
         "the current file goes with the task: {first}"
+    );
+    // The selection went with it: the lines the editor selected, whole.
+    let selection = seen["selection"].as_str().unwrap_or_default();
+    assert!(selection.contains("selected"), "{selection}");
+    let message = request["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains(SELECTED),
+        "the selection goes with the task: {message}"
     );
     // The status bar showed the run's step; its progress notification showed.
     let status = texts(seen, "status");
@@ -555,6 +583,7 @@ fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
         "review",
         json!({"wright.applyMode": "review"}),
         edit_replies(),
+        &[],
     );
     let seen = &outcome.seen;
 
@@ -611,6 +640,7 @@ fn a_command_refused_the_network_asks_in_a_modal_and_runs_again_when_allowed() {
             Reply::stream(Dialect::OpenAi, &connect),
             Reply::stream(Dialect::OpenAi, &Turn::text(&["Connected."])),
         ],
+        &[],
     );
     let seen = &outcome.seen;
     let dialog = seen["approvalDialog"].as_str().expect("approvalDialog");

@@ -1,6 +1,6 @@
 // Drives a real VS Code (code-server, in Debian's Chromium through playwright-core) through one
-// agent run of the wright extension, as a user would. SCENARIO `auto`: open a file, run
-// "Wright: Run Agent Task" from the command palette, watch the edit land unsaved, then
+// agent run of the wright extension, as a user would. SCENARIO `auto`: open a file, select two
+// lines, run "Wright: Run Agent Task" from the command palette, watch the edit land unsaved, then
 // "Wright: Undo Last Agent Run". SCENARIO `review` (the user set `wright.applyMode` to review):
 // the run opens a diff of the buffer against the proposal, and "Wright: Accept Edits" applies it.
 // SCENARIO `approval`: the agent's command needs the network; "Allow" in the modal prompt.
@@ -12,9 +12,10 @@
 // with a deadline; nothing sleeps a fixed time.
 //
 // Environment: PLAYWRIGHT_CORE (the package folder), CHROMIUM (the executable), PROFILE (a
-// fresh browser profile folder), URL (the workbench with ?folder=), SCENARIO, FILE (the file to open,
-// by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the run
-// and after the undo), TIMEOUT_MS (each wait's deadline).
+// fresh browser profile folder), URL (the workbench with ?folder=), SCENARIO, FILE (the file to
+// open, by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the
+// run and after the undo), SELECT (`FIRST-LAST`: lines to select before the auto scenario's
+// task), TIMEOUT_MS (each wait's deadline).
 
 "use strict";
 
@@ -111,6 +112,43 @@ async function outputText(page) {
     const lines = document.querySelector(".part.panel .monaco-editor .view-lines");
     return lines ? (lines.textContent || "").replace(/\u00a0/g, " ") : "";
   });
+}
+
+/** Opens a file by name through quick open (Ctrl+P). */
+async function openFile(page, name) {
+  await page.keyboard.press("Control+P");
+  const quickOpen = page.locator(".quick-input-widget input.input");
+  await quickOpen.waitFor({ state: "visible", timeout: TIMEOUT });
+  await quickOpen.fill(name);
+  await until(`quick open to offer ${name}`, async () => {
+    const labels = await page.locator(".quick-input-list .monaco-list-row").allTextContents();
+    return labels.some((label) => label.includes(name));
+  });
+  await page.keyboard.press("Enter");
+}
+
+/** Selects lines FIRST to LAST of the active editor, whole (quick open's `:LINE` goes there). */
+async function selectLines(page, first, last) {
+  await page.keyboard.press("Control+P");
+  const quickOpen = page.locator(".quick-input-widget input.input");
+  await quickOpen.waitFor({ state: "visible", timeout: TIMEOUT });
+  await quickOpen.fill(`:${first}`);
+  await page.keyboard.press("Enter");
+  await until("quick open to close", async () => !(await quickOpen.isVisible()));
+  await page.keyboard.press("Home");
+  for (let line = first; line < last; line++) {
+    await page.keyboard.press("Shift+ArrowDown");
+  }
+  await page.keyboard.press("Shift+End");
+  // The editor's own account of the selection, from its status bar item ("Ln 4, Col 36 (57
+  // selected)").
+  return until("the selection in the status bar", () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll(".statusbar-item")]
+        .map((item) => item.textContent || "")
+        .find((text) => /selected/.test(text)),
+    ),
+  );
 }
 
 /** Opens a file by name through quick open (Ctrl+P). */
@@ -238,6 +276,8 @@ async function main() {
         () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
       );
     } else {
+      const [first, last] = process.env.SELECT.split("-").map(Number);
+      result.selection = await selectLines(page, first, last);
       await runTask(page, process.env.TASK);
       result.afterRun = await until("the agent's edit in the editor", async () => {
         const text = await editorText(page);
