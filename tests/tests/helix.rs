@@ -4,9 +4,13 @@
 //! no document), and the code-action menu (lean actions, `codeAction/resolve`, then the
 //! resolved command). Helix reads no `wright/agentEvent`: what it shows is `$/progress` in the
 //! status line and the outcome as `window/showMessage`; edits arrive as versioned
-//! `workspace/applyEdit`s.
+//! `workspace/applyEdit`s. And `editors/helix/languages.toml`, the configuration a Helix user
+//! copies, against the languages the server parses.
+
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
+use wright::languages::Language;
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
 use wright_tests::{Editor, Spawn, TempDir, file_uri};
 
@@ -353,4 +357,79 @@ fn code_actions_resolve_to_their_command_and_explain_answers_in_a_message() {
     assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
     drop_the_rest(&mut editor);
     editor.shutdown();
+}
+
+/// Every Helix language whose files wright parses, with the `language-id` Helix sends for it
+/// (Helix 25.07's languages.toml: the name, unless it sets another).
+const HELIX_LANGUAGES: &[(&str, &str)] = &[
+    ("rust", "rust"),
+    ("python", "python"),
+    ("typescript", "typescript"),
+    ("tsx", "typescriptreact"),
+    ("javascript", "javascript"),
+    ("jsx", "javascriptreact"),
+    ("go", "go"),
+    ("java", "java"),
+    ("c", "c"),
+    ("cpp", "cpp"),
+    ("ruby", "ruby"),
+];
+
+#[test]
+fn the_helix_configuration_adds_wright_last_to_exactly_the_languages_wright_parses() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../editors/helix/languages.toml");
+    let text = std::fs::read_to_string(&path).expect("reading editors/helix/languages.toml");
+    let config: toml::Table = toml::from_str(&text).expect("languages.toml is valid TOML");
+
+    let server = &config["language-server"]["wright"];
+    assert_eq!(server["command"].as_str(), Some("wright"));
+    assert_eq!(
+        server["args"].as_array().map(Vec::as_slice),
+        Some(&["lsp".into()][..])
+    );
+
+    let mut names = Vec::new();
+    for language in config["language"].as_array().expect("[[language]] entries") {
+        let name = language["name"].as_str().expect("a language's name");
+        names.push(name);
+        let servers: Vec<&str> = language["language-servers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} has no language-servers"))
+            .iter()
+            .map(|server| server.as_str().expect("a server's name"))
+            .collect();
+        // The list replaces Helix's own: the language's servers must still be there, first,
+        // so that they answer hover and completion; wright once, last.
+        assert_eq!(servers.last(), Some(&"wright"), "{name}: {servers:?}");
+        assert_eq!(
+            servers.iter().filter(|server| **server == "wright").count(),
+            1,
+            "{name}: {servers:?}"
+        );
+        assert!(
+            servers.len() >= 2,
+            "{name} lists wright alone, dropping its own server: {servers:?}"
+        );
+    }
+    let expected: Vec<&str> = HELIX_LANGUAGES.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        names, expected,
+        "one entry per Helix language wright parses, in order"
+    );
+
+    // Those languages are exactly the server's: each is one wright parses (by the id Helix
+    // sends), and every language wright parses has an entry.
+    let covered: BTreeSet<Language> = HELIX_LANGUAGES
+        .iter()
+        .map(|(name, id)| {
+            Language::from_language_id(id)
+                .unwrap_or_else(|| panic!("wright does not parse {name} (language-id {id})"))
+        })
+        .collect();
+    let parsed: BTreeSet<Language> = Language::ALL.into_iter().collect();
+    assert_eq!(
+        covered, parsed,
+        "languages wright parses without a Helix entry, or the reverse"
+    );
 }

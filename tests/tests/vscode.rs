@@ -1,12 +1,17 @@
 //! The VS Code extension in a real VS Code: code-server (VS Code 1.139 from npm) with the
 //! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
-//! (playwright-core), against the scripted model provider. Three scenarios: a task run from the
-//! command palette lands in the buffer unsaved, with the step in the status bar and a progress
-//! notification, "Wright: Undo Last Agent Run" restores the text, and a setting saved in the
-//! settings editor reaches the running server ("Wright: Show Status"); with `wright.applyMode`
-//! set to review, the proposal opens as a diff against the buffer and "Wright: Accept Edits"
-//! applies it; a command the sandbox refused the network asks in a modal dialog, and "Allow"
-//! runs it again with the network.
+//! (playwright-core), against the scripted model provider. Three scenarios:
+//!
+//! - a task run from the command palette on a selection (which reaches the model) lands in the
+//!   buffer unsaved, with the step in the status bar, a progress notification and the run's
+//!   events in the "Wright" output channel; "Wright: Undo Last Agent Run" restores the text; a
+//!   setting saved in the settings editor reaches the running server ("Wright: Show Status");
+//!   "Wright: Cancel" stops a run the model stalls; "Wright: Show Sessions" lists both runs;
+//!   "Wright: Rebuild Index" re-reads the workspace;
+//! - with `wright.applyMode` set to review, the proposal opens as a diff against the buffer and
+//!   "Wright: Accept Edits" applies it; a second proposal is dropped by "Wright: Reject Edits";
+//! - a command the sandbox refused the network asks in a modal dialog, and "Allow" runs it again
+//!   with the network; a run the provider refuses turns the status bar item to its error state.
 //!
 //! The tools live under `target/editors/` (`cargo xtask e2e vscode --install` puts them
 //! there). Without them the test says how to get them and passes, except under `CI`, where a
@@ -21,15 +26,26 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
+use wright_tests::provider::{Dialect, Fault, Reply, ScriptedProvider, Turn};
 use wright_tests::{TempDir, wright_bin};
 
-/// The longest one scenario may take (seen: 24–32 s on two cores).
+/// The longest one scenario may take (seen: 30–47 s on two cores).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
 
 const TASK: &str = "make add wrap around on overflow";
 const ORIGINAL: &str = "    a + b\n";
 const EDITED: &str = "    a.wrapping_add(b)\n";
+/// The auto scenario's selection (1-based lines, whole) and what the model must be told of it.
+const SELECT: &str = "3-4";
+const SELECTED: &str = "The user selected lines 3-4:\n```\n/// Adds two numbers.\n\
+                        pub fn add(a: i64, b: i64) -> i64 {\n```";
+/// The auto scenario's second run: the model stalls in it until it is cancelled.
+const STALLED_TASK: &str = "think about add for a long time";
+/// The review scenario's second run, whose proposal is rejected.
+const REJECTED_TASK: &str = "make add saturate instead";
+const REJECTED: &str = "    a.saturating_add(b)\n";
+/// The approval scenario's second run, which the provider refuses.
+const REFUSED_TASK: &str = "explain add";
 
 /// Everything the test needs from outside the repository.
 struct Tools {
@@ -154,9 +170,10 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Where the driver leaves a screenshot of the window when `scenario` fails.
+/// Where the driver leaves a screenshot of the window when `scenario` fails: the target
+/// folder, beside (not in) the tools' folder, which may be shared between checkouts.
 fn failure_screenshot(scenario: &str) -> PathBuf {
-    editors_dir().join(format!("vscode-{scenario}-failure.png"))
+    editors_dir().with_file_name(format!("vscode-{scenario}-failure.png"))
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -254,6 +271,10 @@ struct Outcome {
     provider: ScriptedProvider,
     lib: PathBuf,
     on_disk: String,
+    /// The workspace folder code-server opened.
+    workspace: PathBuf,
+    /// The "Wright Server" output channel: the server's own log, as VS Code wrote it down.
+    server_channel: String,
     _dir: TempDir,
 }
 
@@ -276,8 +297,14 @@ fn edit_replies() -> Vec<Reply> {
 
 /// One scenario of `tests/vscode/e2e.cjs` in a fresh code-server on a copy of the example
 /// workspace, with `settings` added to the user settings, against a model that answers with
-/// `replies`.
-fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Reply>) -> Outcome {
+/// `replies`; `driver_env` is the driver's for this scenario (its second task, say).
+fn run_scenario(
+    tools: &Tools,
+    scenario: &str,
+    settings: Value,
+    replies: Vec<Reply>,
+    driver_env: &[(&str, &str)],
+) -> Outcome {
     // One VS Code at a time: two on two cores would only make both slow.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -325,6 +352,8 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Rep
         "diffEditor.useInlineViewWhenSpaceIsLimited": false,
         // Settings open in an editor tab, not a modal over the workbench.
         "workbench.editor.useModal": "off",
+        // Output channels unwrapped: the driver reads one rendered row per line.
+        "[Log]": {"editor.wordWrap": "off"},
     });
     user_settings["wright.openaiBaseUrl"] = json!(provider.openai_base_url());
     for (key, value) in settings.as_object().expect("settings are an object") {
@@ -401,6 +430,7 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Rep
         .env("HOME", dir.path().join("home"))
         .env("SCREENSHOT", failure_screenshot(scenario))
         .env("SETTINGS_FILE", user_data.join("User/settings.json"))
+        .envs(driver_env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -461,30 +491,62 @@ fn run_scenario(tools: &Tools, scenario: &str, settings: Value, replies: Vec<Rep
         "vscode {scenario} scenario: {:.1} s (install the extension, start, run)",
         started.elapsed().as_secs_f64()
     );
+    let server_channel = files_under(&user_data.join("logs"))
+        .into_iter()
+        .filter(|file| {
+            file.file_name()
+                .is_some_and(|name| name.to_string_lossy().contains("Wright Server"))
+        })
+        .map(|file| std::fs::read_to_string(file).unwrap_or_default())
+        .collect();
     Outcome {
         seen,
         provider,
         lib,
         on_disk,
+        workspace,
+        server_channel,
         _dir: dir,
     }
 }
 
+/// The texts the page recorded in `list` (`status`, `notifications`) over the whole scenario.
 fn texts<'a>(seen: &'a Value, list: &str) -> Vec<&'a str> {
-    seen["seen"][list]
+    texts_at(&seen["seen"], list)
+}
+
+/// The texts of the driver's list `key`.
+fn texts_at<'a>(seen: &'a Value, key: &str) -> Vec<&'a str> {
+    seen[key]
         .as_array()
-        .unwrap_or_else(|| panic!("no {list} texts in {seen}"))
+        .unwrap_or_else(|| panic!("no {key} texts in {seen}"))
         .iter()
         .filter_map(Value::as_str)
         .collect()
 }
 
+/// The auto scenario (one VS Code for all of it: each start costs half a minute).
 #[test]
-fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it() {
+fn palette_commands_run_a_task_on_the_selection_undo_it_cancel_one_list_them_and_reindex() {
     let Some(tools) = tools_or_skip() else {
         return;
     };
-    let outcome = run_scenario(&tools, "auto", json!({}), edit_replies());
+    let mut replies = edit_replies();
+    // The second run: the model's answer stops after its first words and never ends.
+    replies.push(
+        Reply::stream(
+            Dialect::OpenAi,
+            &Turn::text(&["Thinking", " about", " it", " at", " length"]),
+        )
+        .stall_after(2),
+    );
+    let outcome = run_scenario(
+        &tools,
+        "auto",
+        json!({}),
+        replies,
+        &[("SELECT", SELECT), ("SECOND_TASK", STALLED_TASK)],
+    );
     let seen = &outcome.seen;
 
     // The edit landed in the editor, unsaved: the buffer changed, the disk did not.
@@ -506,6 +568,16 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
     assert!(
         first.contains("src/lib.rs"),
         "the current file goes with the task: {first}"
+    );
+    // The selection went with it: the lines the editor selected, whole.
+    let selection = seen["selection"].as_str().unwrap_or_default();
+    assert!(selection.contains("selected"), "{selection}");
+    let message = request["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains(SELECTED),
+        "the selection goes with the task: {message}"
     );
     // The status bar showed the run's step; its progress notification showed.
     let status = texts(seen, "status");
@@ -542,18 +614,96 @@ fn an_agent_task_from_the_palette_edits_the_buffer_unsaved_and_undo_restores_it(
         status.contains("sandbox.network = deny"),
         "Wright: Show Status after the change: {status}"
     );
+
+    // The "Wright" output channel showed the run's events as they came.
+    let channel = seen["channelAfterRun"].as_str().unwrap_or_default();
+    for event in [
+        &format!("task (auto): {TASK}") as &str,
+        "step 1",
+        "→ edit",
+        "← edit",
+        "files changed: src/lib.rs",
+        "step 2",
+        "add now wraps around on overflow.",
+        "done after 2 steps",
+    ] {
+        assert!(
+            channel.contains(event),
+            "{event:?} in the Wright channel:\n{channel}"
+        );
+    }
+
+    // "Wright: Cancel" stopped the run the model stalled: it was at work (its step in the
+    // status bar, its first words in the channel), then cancelled, and nothing more was asked.
+    let stalled = texts_at(seen, "statusWhileStalled");
+    assert!(
+        stalled.iter().any(|text| text.contains("wright: step 1")),
+        "{stalled:?}"
+    );
+    let requests = outcome.provider.requests();
+    assert_eq!(requests.len(), 3, "edit, summary, the stalled answer");
+    assert!(requests[2].body_text().contains(STALLED_TASK));
+    let channel = seen["channelAfterCancel"].as_str().unwrap_or_default();
+    assert!(
+        channel.contains("cancelled after 1 steps"),
+        "the cancellation in the Wright channel:\n{channel}"
+    );
+
+    // "Wright: Show Sessions" listed both runs, newest first, with their outcomes.
+    let sessions = texts_at(seen, "sessions");
+    assert!(
+        sessions[0].contains(STALLED_TASK) && sessions[0].contains("cancelled"),
+        "{sessions:?}"
+    );
+    assert!(
+        sessions[1].contains(TASK) && sessions[1].contains("done"),
+        "{sessions:?}"
+    );
+
+    // "Wright: Rebuild Index" re-read the workspace: the server indexed it a second time (from
+    // the index it had, so incrementally), and only then.
+    let workspace = outcome.workspace.display().to_string();
+    let indexed: Vec<&str> = outcome
+        .server_channel
+        .lines()
+        .filter(|line| line.contains(&format!("indexed {workspace}:")))
+        .collect();
+    assert_eq!(indexed.len(), 2, "{}", outcome.server_channel);
+    assert!(
+        !indexed[0].contains("(incremental)") && indexed[1].contains("(incremental)"),
+        "{indexed:?}"
+    );
 }
 
 #[test]
-fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
+fn review_mode_shows_the_proposal_as_a_diff_accept_applies_it_and_reject_drops_it() {
     let Some(tools) = tools_or_skip() else {
         return;
     };
+    let mut replies = edit_replies();
+    // The second run proposes to change the accepted text again.
+    replies.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "e2",
+            "edit",
+            &json!({"path": "src/lib.rs", "old_string": EDITED, "new_string": REJECTED})
+                .to_string(),
+        ),
+    ));
+    replies.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["add now saturates."]),
+    ));
     let outcome = run_scenario(
         &tools,
         "review",
         json!({"wright.applyMode": "review"}),
-        edit_replies(),
+        replies,
+        &[
+            ("SECOND_TASK", REJECTED_TASK),
+            ("EXPECT_REJECTED", REJECTED.trim()),
+        ],
     );
     let seen = &outcome.seen;
 
@@ -588,10 +738,30 @@ fn review_mode_shows_the_proposal_as_a_diff_and_accept_applies_it() {
             .any(|text| text.contains("proposes edits to src/lib.rs")),
         "the review notification: {events:?}"
     );
+    // The second proposal, rejected, never reached the buffer: it still holds the accepted
+    // edit, and the disk the original.
+    let second = seen["secondProposal"].as_str().expect("secondProposal");
+    assert!(second.contains(REJECTED.trim()), "{second}");
+    let notice = seen["rejectNotice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("dropped the edits to src/lib.rs"),
+        "{notice}"
+    );
+    let rejected = seen["afterReject"].as_str().expect("afterReject");
+    assert!(
+        rejected.contains(EDITED.trim()) && !rejected.contains(REJECTED.trim()),
+        "{rejected}"
+    );
+    assert_eq!(rejected, accepted, "the buffer is as the accept left it");
+    assert_eq!(outcome.provider.requests().len(), 4);
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk
+    );
 }
 
 #[test]
-fn a_command_refused_the_network_asks_in_a_modal_and_runs_again_when_allowed() {
+fn a_command_refused_the_network_asks_in_a_modal_and_a_refused_run_shows_the_error_state() {
     let Some(tools) = tools_or_skip() else {
         return;
     };
@@ -609,7 +779,10 @@ fn a_command_refused_the_network_asks_in_a_modal_and_runs_again_when_allowed() {
         vec![
             Reply::stream(Dialect::OpenAi, &connect),
             Reply::stream(Dialect::OpenAi, &Turn::text(&["Connected."])),
+            // The second run: the provider refuses the key.
+            Reply::fault(Dialect::OpenAi, Fault::Unauthorized),
         ],
+        &[("SECOND_TASK", REFUSED_TASK)],
     );
     let seen = &outcome.seen;
     let dialog = seen["approvalDialog"].as_str().expect("approvalDialog");
@@ -625,4 +798,18 @@ fn a_command_refused_the_network_asks_in_a_modal_and_runs_again_when_allowed() {
     );
     let result = outcome.provider.requests()[1].body_text().to_owned();
     assert!(result.contains("as the user allowed"), "{result}");
+    // The refused run: the status bar item says error, and the notification why.
+    let status = texts(seen, "status");
+    assert!(
+        status.iter().any(|text| text.contains("wright: error")),
+        "{status:?}"
+    );
+    let notice = seen["failureNotice"].as_str().unwrap_or_default();
+    assert!(notice.contains("the run failed"), "{notice}");
+    assert!(
+        outcome.provider.requests()[2]
+            .body_text()
+            .contains(REFUSED_TASK),
+        "the refused run reached the provider"
+    );
 }

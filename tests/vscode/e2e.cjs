@@ -1,9 +1,14 @@
-// Drives a real VS Code (code-server, in Debian's Chromium through playwright-core) through one
-// agent run of the wright extension, as a user would. SCENARIO `auto`: open a file, run
-// "Wright: Run Agent Task" from the command palette, watch the edit land unsaved, then
-// "Wright: Undo Last Agent Run". SCENARIO `review` (the user set `wright.applyMode` to review):
-// the run opens a diff of the buffer against the proposal, and "Wright: Accept Edits" applies it.
-// SCENARIO `approval`: the agent's command needs the network; "Allow" in the modal prompt.
+// Drives a real VS Code (code-server, in Debian's Chromium through playwright-core) through
+// the wright extension's commands, as a user would. SCENARIO `auto`: open a file, select two
+// lines, run "Wright: Run Agent Task" from the command palette, watch the edit land unsaved and
+// the agent's events in the "Wright" output channel, "Wright: Undo Last Agent Run", change a
+// setting in the settings editor ("Wright: Show Status" reports it), start a run the model
+// stalls and "Wright: Cancel" it, list both in "Wright: Show Sessions", and "Wright: Rebuild
+// Index". SCENARIO `review` (the user set `wright.applyMode` to review): the run opens a diff
+// of the buffer against the proposal and "Wright: Accept Edits" applies it; a second run's
+// proposal is dropped by "Wright: Reject Edits". SCENARIO `approval`: the agent's command
+// needs the network, "Allow" in the modal prompt; then a run the provider refuses leaves the
+// status bar item in its error state.
 //
 // Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
 // every assertion about them. This script only acts and observes: it prints one JSON document
@@ -12,9 +17,11 @@
 // with a deadline; nothing sleeps a fixed time.
 //
 // Environment: PLAYWRIGHT_CORE (the package folder), CHROMIUM (the executable), PROFILE (a
-// fresh browser profile folder), URL (the workbench with ?folder=), SCENARIO, FILE (the file to open,
-// by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the run
-// and after the undo), TIMEOUT_MS (each wait's deadline).
+// fresh browser profile folder), URL (the workbench with ?folder=), SCENARIO, FILE (the file to
+// open, by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the
+// run and after the undo), SELECT (`FIRST-LAST`: lines to select before the task), SECOND_TASK
+// (the scenario's second run: the one cancelled, rejected or refused), EXPECT_REJECTED (text of
+// the rejected proposal), SETTINGS_FILE, SCREENSHOT, TIMEOUT_MS (each wait's deadline).
 
 "use strict";
 
@@ -43,20 +50,28 @@ async function until(what, probe, timeout = TIMEOUT, interval = POLL_MS) {
   }
 }
 
-/** Records, in the page, every text the status bar's wright item and the notifications show. */
+/**
+ * Records, in the page, every text the status bar's wright item and the notifications show:
+ * `status` and `notifications` once each, `statusTrail` every change of the item in order (a
+ * second run shows the texts the first one did).
+ */
 function observe() {
-  const seen = { status: [], notifications: [] };
+  const seen = { status: [], notifications: [], statusTrail: [] };
   window.__wrightSeen = seen;
+  const clean = (text) => (text || "").replace(/\s+/g, " ").trim();
   const add = (list, text) => {
-    const clean = (text || "").replace(/\s+/g, " ").trim();
-    if (clean && !list.includes(clean)) {
-      list.push(clean);
+    if (clean(text) && !list.includes(clean(text))) {
+      list.push(clean(text));
     }
   };
   const record = () => {
     for (const item of document.querySelectorAll(".statusbar-item")) {
-      if (/wright/i.test(item.textContent || "")) {
+      if (/wright:/i.test(item.textContent || "")) {
         add(seen.status, item.textContent);
+        const text = clean(item.textContent);
+        if (seen.statusTrail[seen.statusTrail.length - 1] !== text) {
+          seen.statusTrail.push(text);
+        }
       }
     }
     // A toast's "Source: …" and its title are only in the row's accessibility label.
@@ -105,12 +120,80 @@ async function diffSide(page, side) {
   }, side);
 }
 
-/** The lines the output panel shows. */
+/** The lines the output panel shows, one per line. */
 async function outputText(page) {
   return page.evaluate(() => {
     const lines = document.querySelector(".part.panel .monaco-editor .view-lines");
-    return lines ? (lines.textContent || "").replace(/\u00a0/g, " ") : "";
+    if (!lines) {
+      return "";
+    }
+    return [...lines.querySelectorAll(".view-line")]
+      .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
+      .sort((a, b) => a.top - b.top)
+      .map((line) => line.text.replace(/\u00a0/g, " "))
+      .join("\n");
   });
+}
+
+/**
+ * Shows the output channel `name` in the panel, through "Output: Show Output Channels..."; the
+ * caller polls the panel for text only that channel holds.
+ */
+async function showChannel(page, name) {
+  await runCommand(page, "Output: Show Output Channels...");
+  await pickExactly(page, name);
+  await page.locator(".part.panel .monaco-editor").first().waitFor({ state: "visible", timeout: TIMEOUT });
+}
+
+/** The labels of the quick pick's rows, as the accessibility tree reads them. */
+async function quickPickRows(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".quick-input-widget .quick-input-list .monaco-list-row")]
+      .filter((row) => row.offsetParent !== null)
+      .map((row) => (row.getAttribute("aria-label") || row.textContent || "").replace(/\s+/g, " ").trim()),
+  );
+}
+
+/** Picks the open quick pick's row whose label is exactly `label` (not one it begins). */
+async function pickExactly(page, label) {
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor({ state: "visible", timeout: TIMEOUT });
+  await input.fill(label);
+  const rows = ".quick-input-widget .quick-input-list .monaco-list-row";
+  const position = await until(`the quick pick to offer "${label}"`, () =>
+    page.evaluate(
+      ({ rows, label }) =>
+        [...document.querySelectorAll(rows)].findIndex(
+          (row) => (row.querySelector(".label-name")?.textContent || "").trim() === label,
+        ) + 1,
+      { rows, label },
+    ),
+  );
+  await page.locator(rows).nth(position - 1).click({ timeout: TIMEOUT });
+}
+
+/** Selects lines FIRST to LAST of the active editor, whole (quick open's `:LINE` goes there). */
+async function selectLines(page, first, last) {
+  await page.keyboard.press("Control+P");
+  const quickOpen = page.locator(".quick-input-widget input.input");
+  await quickOpen.waitFor({ state: "visible", timeout: TIMEOUT });
+  await quickOpen.fill(`:${first}`);
+  await page.keyboard.press("Enter");
+  await until("quick open to close", async () => !(await quickOpen.isVisible()));
+  await page.keyboard.press("Home");
+  for (let line = first; line < last; line++) {
+    await page.keyboard.press("Shift+ArrowDown");
+  }
+  await page.keyboard.press("Shift+End");
+  // The editor's own account of the selection, from its status bar item ("Ln 4, Col 36 (57
+  // selected)").
+  return until("the selection in the status bar", () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll(".statusbar-item")]
+        .map((item) => item.textContent || "")
+        .find((text) => /selected/.test(text)),
+    ),
+  );
 }
 
 /** Opens a file by name through quick open (Ctrl+P). */
@@ -138,19 +221,50 @@ async function runTask(page, task) {
   await page.keyboard.press("Enter");
 }
 
-/** Waits until the status bar item, having shown a step, says idle again: the run is over. */
-async function runEnded(page) {
-  await until("the status bar to return to idle after the run", () =>
-    page.evaluate(() => {
-      const stepped = window.__wrightSeen.status.some((text) => /wright: step \d/.test(text));
-      return (
-        stepped &&
-        [...document.querySelectorAll(".statusbar-item")].some((item) =>
-          (item.textContent || "").includes("wright: idle"),
-        )
-      );
-    }),
+/** Where the status bar item's trail is now: `runEnded` looks only at what comes after. */
+async function statusMark(page) {
+  return page.evaluate(() => window.__wrightSeen.statusTrail.length);
+}
+
+/**
+ * Waits until the status bar item, having shown a step since `mark`, says `end` (idle, unless
+ * told otherwise): the run is over.
+ */
+async function runEnded(page, mark, end = "wright: idle") {
+  await until(`the status bar to show "${end}" after the run`, () =>
+    page.evaluate(
+      ({ mark, end }) => {
+        const trail = window.__wrightSeen.statusTrail.slice(mark);
+        const stepped = trail.some((text) => /wright: step \d/.test(text));
+        return stepped && trail[trail.length - 1].includes(end);
+      },
+      { mark, end },
+    ),
   );
+}
+
+/** Waits until a notification says `text`. */
+async function notified(page, text) {
+  return until(`a notification saying "${text}"`, () =>
+    page.evaluate((text) => window.__wrightSeen.notifications.find((seen) => seen.includes(text)), text),
+  );
+}
+
+/** Clicks the file's own tab (quick open would offer a diff of it first, as recently used). */
+async function fileTab(page) {
+  const name = new RegExp(`^\\s*${process.env.FILE.replace(".", "\\.")}\\s*$`);
+  await page.locator(".tab").filter({ hasText: name }).first().click({ timeout: TIMEOUT });
+}
+
+/** The text of the active editor once it is the file itself (no diff) and `accept` says so. */
+async function fileText(page, what, accept) {
+  return until(what, async () => {
+    const text = await editorText(page);
+    const diff = await page.evaluate(
+      () => !!document.querySelector(".editor-group-container.active .monaco-diff-editor"),
+    );
+    return !diff && accept(text) ? text : "";
+  });
 }
 
 /** Runs a command from the F1 palette by its title. */
@@ -205,14 +319,27 @@ async function main() {
 
     if (process.env.SCENARIO === "approval") {
       // The model's command needs the network: the extension asks with a modal dialog.
+      let mark = await statusMark(page);
       await runTask(page, process.env.TASK);
       const dialog = page.locator(".monaco-dialog-box");
       result.approvalDialog = await until("the approval dialog", async () =>
         (await dialog.isVisible()) ? await dialog.innerText() : "",
       );
       await dialog.getByRole("button", { name: "Allow", exact: true }).click({ timeout: TIMEOUT });
-      await runEnded(page);
+      await runEnded(page, mark);
+      // A run the provider refuses: the item turns to its error state, and says why.
+      mark = await statusMark(page);
+      await runTask(page, process.env.SECOND_TASK);
+      await runEnded(page, mark, "wright: error");
+      result.failureNotice = await notified(page, "the run failed");
+      result.errorItem = await page.evaluate(() => {
+        const item = [...document.querySelectorAll(".statusbar-item")].find((item) =>
+          (item.textContent || "").includes("wright: error"),
+        );
+        return item ? item.getAttribute("aria-label") || item.textContent : "";
+      });
     } else if (process.env.SCENARIO === "review") {
+      let mark = await statusMark(page);
       await runTask(page, process.env.TASK);
       // The proposal opens as a diff: the buffer on the left, the proposal on the right.
       result.diffTitle = await until("the proposal's diff editor", async () => {
@@ -224,20 +351,33 @@ async function main() {
         return text.includes(process.env.EXPECT_EDITED) ? text : "";
       });
       result.bufferInDiff = await diffSide(page, "original");
-      await runEnded(page);
+      await runEnded(page, mark);
       await runCommand(page, "Wright: Accept Edits");
-      // Back to the file's own tab (quick open would offer the diff first, as recently used).
-      const fileTab = new RegExp(`^\\s*${process.env.FILE.replace(".", "\\.")}\\s*$`);
-      await page.locator(".tab").filter({ hasText: fileTab }).first().click({ timeout: TIMEOUT });
-      result.afterAccept = await until("the accepted edit in the editor", async () => {
-        const text = await editorText(page);
-        const diff = await page.evaluate(() => !!document.querySelector(".editor-group-container.active .monaco-diff-editor"));
-        return !diff && text.includes(process.env.EXPECT_EDITED) ? text : "";
-      });
+      await fileTab(page);
+      result.afterAccept = await fileText(page, "the accepted edit in the editor", (text) =>
+        text.includes(process.env.EXPECT_EDITED),
+      );
       result.dirtyAfterAccept = await page.evaluate(
         () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
       );
+      // A second proposal, rejected: the buffer keeps the accepted text.
+      mark = await statusMark(page);
+      await runTask(page, process.env.SECOND_TASK);
+      result.secondProposal = await until("the second proposal in a diff", async () => {
+        const text = await diffSide(page, "modified");
+        return text.includes(process.env.EXPECT_REJECTED) ? text : "";
+      });
+      await runEnded(page, mark);
+      await runCommand(page, "Wright: Reject Edits");
+      result.rejectNotice = await notified(page, "dropped the edits");
+      await fileTab(page);
+      result.afterReject = await fileText(page, "the file after the rejection", (text) =>
+        text.includes(process.env.EXPECT_EDITED),
+      );
     } else {
+      const [first, last] = process.env.SELECT.split("-").map(Number);
+      result.selection = await selectLines(page, first, last);
+      const mark = await statusMark(page);
       await runTask(page, process.env.TASK);
       result.afterRun = await until("the agent's edit in the editor", async () => {
         const text = await editorText(page);
@@ -246,7 +386,17 @@ async function main() {
       result.dirtyAfterRun = await page.evaluate(
         () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
       );
-      await runEnded(page);
+      await runEnded(page, mark);
+      // The run's events, as the "Wright" output channel shows them (the panel maximized, so
+      // that every line of the run is rendered).
+      await showChannel(page, "Wright");
+      await runCommand(page, "View: Toggle Maximized Panel");
+      result.channelAfterRun = await until("the run's outcome in the Wright channel", async () => {
+        const text = await outputText(page);
+        return /done after \d+ steps/.test(text) ? text : "";
+      });
+      await runCommand(page, "View: Toggle Maximized Panel");
+      await fileTab(page);
       await runCommand(page, "Wright: Undo Last Agent Run");
       result.afterUndo = await until("the undo in the editor", async () => {
         const text = await editorText(page);
@@ -257,36 +407,64 @@ async function main() {
       // A setting changed in the settings editor reaches the running server
       // (workspace/didChangeConfiguration). code-server does not notice the file changing
       // behind its back, so the change is made as a user makes it: edit, save.
-      if (process.env.SETTINGS_FILE) {
-        const fs = require("fs");
-        await runCommand(page, "Preferences: Open User Settings (JSON)");
-        // The focused editor (the test turns VS Code 1.139's modal editors off).
-        await until("the settings editor", () =>
-          page.evaluate(() =>
-            (document.querySelector(".monaco-editor.focused .view-lines")?.textContent || "").includes("files.autoSave"),
-          ),
-        );
-        // Typed as a user types it, after the opening brace (the editor closes quotes itself
-        // and types over them).
-        await page.keyboard.press("Control+Home");
-        await page.keyboard.press("End");
-        await page.keyboard.press("Enter");
-        await page.keyboard.type('"wright.sandboxNetwork": "deny",');
-        await page.keyboard.press("Control+S");
-        await until("the settings to be saved", () =>
-          JSON.parse(fs.readFileSync(process.env.SETTINGS_FILE, "utf8"))["wright.sandboxNetwork"] === "deny",
-        );
-        result.statusAfterSettingChange = await until(
-          "Wright: Show Status to report the changed setting",
-          async () => {
-            await runCommand(page, "Wright: Show Status");
-            const text = await outputText(page);
-            return /sandbox\.network = deny\s+\[workspace\/didChangeConfiguration\]/.test(text) ? text : "";
-          },
-          TIMEOUT,
-          1000,
-        );
-      }
+      const fs = require("fs");
+      await runCommand(page, "Preferences: Open User Settings (JSON)");
+      // The focused editor (the test turns VS Code 1.139's modal editors off).
+      await until("the settings editor", () =>
+        page.evaluate(() =>
+          (document.querySelector(".monaco-editor.focused .view-lines")?.textContent || "").includes("files.autoSave"),
+        ),
+      );
+      // Typed as a user types it, after the opening brace (the editor closes quotes itself
+      // and types over them).
+      await page.keyboard.press("Control+Home");
+      await page.keyboard.press("End");
+      await page.keyboard.press("Enter");
+      await page.keyboard.type('"wright.sandboxNetwork": "deny",');
+      await page.keyboard.press("Control+S");
+      await until("the settings to be saved", () =>
+        JSON.parse(fs.readFileSync(process.env.SETTINGS_FILE, "utf8"))["wright.sandboxNetwork"] === "deny",
+      );
+      result.statusAfterSettingChange = await until(
+        "Wright: Show Status to report the changed setting",
+        async () => {
+          await runCommand(page, "Wright: Show Status");
+          const text = await outputText(page);
+          return /sandbox\.network = deny\s+\[workspace\/didChangeConfiguration\]/.test(text) ? text : "";
+        },
+        TIMEOUT,
+        1000,
+      );
+      // A run the model stalls in the middle of its answer, cancelled. Its first words in the
+      // channel (still in the panel from Show Status) prove the request is streaming: the
+      // cancel interrupts a running stream, not a step not yet sent.
+      await fileTab(page);
+      const runMark = await statusMark(page);
+      await runTask(page, process.env.SECOND_TASK);
+      await until("the stalled run's first words in the Wright channel", async () =>
+        /\] Thinking/.test(await outputText(page)),
+      );
+      result.statusWhileStalled = await page.evaluate((mark) => window.__wrightSeen.statusTrail.slice(mark), runMark);
+      await runCommand(page, "Wright: Cancel");
+      await runEnded(page, runMark);
+      result.channelAfterCancel = await until("the cancellation in the Wright channel", async () => {
+        const text = await outputText(page);
+        return /cancelled after \d+ steps/.test(text) ? text : "";
+      });
+      // Both sessions, newest first.
+      await runCommand(page, "Wright: Show Sessions");
+      result.sessions = await until("the sessions in a quick pick", async () => {
+        const rows = await quickPickRows(page);
+        return rows.length >= 2 ? rows : null;
+      });
+      await page.keyboard.press("Escape");
+      // The index re-read: the server logs the (incremental) rebuild in its own channel.
+      await runCommand(page, "Wright: Rebuild Index");
+      await showChannel(page, "Wright Server");
+      result.serverChannelAfterRebuild = await until("the rebuilt index in the Wright Server channel", async () => {
+        const text = await outputText(page);
+        return /indexed .*\(incremental\)/.test(text) ? text : "";
+      });
     }
   } catch (err) {
     result.error = String(err && err.stack ? err.stack : err);

@@ -16,6 +16,7 @@ mod demo;
 mod dist;
 mod e2e;
 mod fuzz;
+mod node;
 mod tidy;
 
 use std::path::{Path, PathBuf};

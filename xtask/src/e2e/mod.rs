@@ -38,3 +38,23 @@ pub fn run_command(what: &str, command: &mut Command) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `run_command` when `echo`; otherwise the command's output is kept and shown only in the
+/// error, so that a test calling a task keeps its own output readable.
+pub fn run_command_echoing(what: &str, command: &mut Command, echo: bool) -> anyhow::Result<()> {
+    if echo {
+        return run_command(what, command);
+    }
+    let output = command
+        .output()
+        .with_context(|| format!("{what}: starting {command:?}"))?;
+    if !output.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}

