@@ -75,7 +75,7 @@ fn try_answer(
         speculation,
         ..Settings::default()
     };
-    let (events, stats) = model.answer_fresh(request, &settings);
+    let (events, stats) = model.answer_fresh(None, request, &settings);
     (events, stats.map_err(|e| e.to_string()))
 }
 
@@ -228,7 +228,7 @@ fn a_draft_model_proposes_where_nothing_can_be_copied_and_changes_no_byte() {
     };
     let settings = Settings::default();
     let (plain, plain_stats) = answer(&model, &request, None);
-    let (events, stats) = model.answer_fresh_with_draft(&model, &request, &settings);
+    let (events, stats) = model.answer_fresh(Some(&model), &request, &settings);
     let stats = stats.expect("the model answers with a draft model");
     assert_eq!(events, plain, "{stats:?}");
     assert!(stats.model_drafted > 40, "{stats:?}");

@@ -59,7 +59,7 @@ fn run_one(
         speculation,
         ..Settings::default()
     };
-    let (events, stats) = model.answer_fresh(request, &settings);
+    let (events, stats) = model.answer_fresh(None, request, &settings);
     let stats = stats.map_err(|e| anyhow::anyhow!("{e}"))?;
     let text = events
         .into_iter()

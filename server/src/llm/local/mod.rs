@@ -222,39 +222,20 @@ impl Loaded {
         })
     }
 
-    /// One answer from a fresh KV cache, never cancelled, with every event it emitted (those
-    /// before an error included): for tests and benchmarks.
+    /// One answer from fresh KV caches (with `draft` proposing drafts, if given), never
+    /// cancelled, with every event it emitted (those before an error included): for tests
+    /// and benchmarks.
     pub fn answer_fresh(
         &self,
+        draft: Option<&Loaded>,
         request: &Request,
         settings: &Settings,
     ) -> (Vec<Event>, Result<Stats, LocalError>) {
         let mut events = Vec::new();
+        let mut draft_session = None;
         let stats = self.answer(
             &mut None,
-            None,
-            request,
-            settings,
-            &mut |event| {
-                events.push(event);
-                true
-            },
-            &|| false,
-        );
-        (events, stats)
-    }
-
-    /// One answer from fresh KV caches with `draft` proposing drafts: for tests and benchmarks.
-    pub fn answer_fresh_with_draft(
-        &self,
-        draft: &Loaded,
-        request: &Request,
-        settings: &Settings,
-    ) -> (Vec<Event>, Result<Stats, LocalError>) {
-        let mut events = Vec::new();
-        let stats = self.answer(
-            &mut None,
-            Some((draft, &mut None)),
+            draft.map(|draft| (draft, &mut draft_session)),
             request,
             settings,
             &mut |event| {
