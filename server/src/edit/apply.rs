@@ -4,22 +4,24 @@
 //!
 //! All files or none. Before anything is written, every file is checked to still be what the
 //! plan was computed against. On disk, each new content is first written to a temporary file
-//! beside its destination; only when all are written are they renamed into place and deleted
-//! files removed, and if one of those steps fails, the steps already done are undone and the
-//! temporaries and directories the plan created are removed.
+//! beside its destination and synced (`durable`); only when all are written are they renamed
+//! into place and deleted files removed, and if one of those steps fails, the steps already
+//! done are undone and the temporaries and directories the plan created are removed. Then
+//! the folders changed are synced, so an applied edit survives a power loss too.
 //!
 //! A temporary is named `.NAME.wright-PID-STEP.tmp` (NAME its destination's file name, PID
 //! the writing process, STEP the file's place in the plan or `restore`), so that a process
 //! killed between writing and renaming leaves a file [`sweep_stale_temporaries`] recognises
 //! and removes at the next start, and only such a file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::EditError;
 use super::plan::{FileSource, FileState, Plan, Versioned};
+use crate::durable;
 use crate::workspace::{self, WalkOptions};
 
 /// Checks that every file the plan touches is still in the state it was planned against.
@@ -120,12 +122,14 @@ impl DiskFiles {
                     .to_owned();
                 create_dirs(&dir, &mut created_dirs).map_err(io_error(&file.path))?;
                 let temp = temporary(&target, &n.to_string());
-                fs::write(&temp, after).map_err(io_error(&file.path))?;
-                if let Ok(metadata) = fs::metadata(&target) {
-                    fs::set_permissions(&temp, metadata.permissions())
-                        .map_err(io_error(&file.path))?;
-                }
-                staged.push(Some(Staged { temp, target }));
+                // Pushed first, so a failed write's temporary is cleaned up with the others.
+                staged.push(Some(Staged {
+                    temp: temp.clone(),
+                    target: target.clone(),
+                }));
+                let permissions = fs::metadata(&target).ok().map(|m| m.permissions());
+                durable::write_synced(&temp, after.as_bytes(), permissions)
+                    .map_err(io_error(&file.path))?;
             }
             Ok(())
         })();
@@ -134,18 +138,41 @@ impl DiskFiles {
             return Err(err);
         }
         let mut done = Vec::new();
+        let mut changed_dirs = BTreeSet::new();
         for (file, step_staged) in plan.files.iter().zip(&staged) {
+            let target = match step_staged {
+                Some(staged) => staged.target.clone(),
+                None => self.target(&file.path),
+            };
             let step = match step_staged {
                 _ if self.injected_failure(done.len()) => Err(io::Error::other("injected failure")),
-                Some(staged) => fs::rename(&staged.temp, &staged.target),
-                None => fs::remove_file(self.target(&file.path)),
+                Some(staged) => fs::rename(&staged.temp, &target),
+                None => fs::remove_file(&target),
             };
             if let Err(err) = step {
                 self.roll_back(plan, &done);
                 cleanup(&staged, &created_dirs);
                 return Err(io_error(&file.path)(err));
             }
+            changed_dirs.insert(durable::parent(&target).to_owned());
             done.push(file.path.clone());
+        }
+        // The renames and removals (and the folders created) become durable. The edit is
+        // already in place whatever happens here, so a failure is logged, not returned: the
+        // caller must not take an applied edit for one that was not.
+        changed_dirs.extend(
+            created_dirs
+                .iter()
+                .map(|dir| durable::parent(dir).to_owned()),
+        );
+        for dir in changed_dirs {
+            if let Err(err) = durable::sync_dir(&dir) {
+                tracing::error!(
+                    "the edit is applied but {} could not be synced, so it may not survive a \
+                     power loss: {err}",
+                    dir.display()
+                );
+            }
         }
         Ok(())
     }
@@ -182,14 +209,8 @@ impl DiskFiles {
 /// was written: a crash during a rollback leaves the edited file or the original, never half
 /// of one.
 fn restore(target: &Path, text: &[u8]) -> io::Result<()> {
-    let temp = temporary(target, "restore");
-    fs::write(&temp, text)?;
-    if let Ok(metadata) = fs::metadata(target) {
-        fs::set_permissions(&temp, metadata.permissions())?;
-    }
-    fs::rename(&temp, target).inspect_err(|_| {
-        let _ = fs::remove_file(&temp);
-    })
+    let permissions = fs::metadata(target).ok().map(|m| m.permissions());
+    durable::replace(target, &temporary(target, "restore"), text, permissions)
 }
 
 /// The temporary this process writes beside `target` for `step` (a plan's file index, or
