@@ -193,8 +193,8 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
         ProviderCase {
             name: "a 50 MB answer",
             replies: vec![text(&vec![huge.as_str(); 50])],
-            status: "done",
-            reason: None,
+            status: "failed",
+            reason: Some("the model's response exceeded 4 MiB"),
             tool_result: None,
         },
     ];
@@ -230,7 +230,18 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             "{}: a reply was not consumed",
             case.name
         );
-        fixture.journal_ends(&session, case.status, case.name);
+        let journaled: usize = fixture
+            .journal_ends(&session, case.status, case.name)
+            .iter()
+            .map(|line| line.to_string().len())
+            .sum();
+        // A model's answer is capped (llm.max_response_mib, 4 by default): what the session
+        // holds and journals stays within a few times that, whatever the provider sends.
+        assert!(
+            journaled < 16 << 20,
+            "{}: {journaled} bytes journaled",
+            case.name
+        );
         fixture.still_serving(case.name);
         assert!(
             started.elapsed() < Duration::from_secs(30),
