@@ -376,6 +376,8 @@ pub async fn exec(
             return Ok(1);
         }
     };
+    // Temporaries an interrupted edit left go before the index or the agent can see them.
+    wright::edit::apply::sweep_stale_temporaries(&workspace.root);
     // Without an index the agent still greps and reads; say why it has none.
     let index = match workspace.fresh_index(json) {
         Ok((index, _)) => Some(Arc::new(index)),

@@ -8,6 +8,7 @@ pub mod buffers;
 pub mod compaction;
 pub mod config;
 pub mod doctor;
+pub mod durable;
 pub mod edit;
 pub mod index;
 pub mod languages;

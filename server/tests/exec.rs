@@ -51,13 +51,13 @@ fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Ou
 }
 
 /// Runs `wright exec TASK` until the provider has received `requests` requests, then kills
-/// it with SIGKILL; returns its stderr and the session id it printed.
+/// it with SIGKILL; returns its stderr, the session id it printed and its process id.
 fn kill_after(
     dir: &TempDir,
     provider: &ScriptedProvider,
     task: &str,
     requests: usize,
-) -> (String, String) {
+) -> (String, String, u32) {
     let mut child = command(dir, Some(provider), &[task])
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -71,10 +71,11 @@ fn kill_after(
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let pid = child.id();
     child.kill().unwrap(); // SIGKILL: no cleanup runs
     let stderr = text(&child.wait_with_output().unwrap().stderr);
     let id = session_id(&stderr);
-    (stderr, id)
+    (stderr, id, pid)
 }
 
 /// The session id `wright exec` prints on stderr when a run starts.
@@ -544,8 +545,15 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
     ));
     // The second answer never comes: the process is killed while it waits.
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
-    let (_, id) = kill_after(&dir, &provider, "fix add", 2);
+    let (_, id, pid) = kill_after(&dir, &provider, "fix add", 2);
     assert_eq!(read(&dir, "src/lib.rs"), LIB.replacen("a - b", "a + b", 1));
+    // Had the kill fallen between an edit's write and its rename, this would be left; the
+    // next run removes it (its writer is gone) and leaves a live process's alone.
+    let stale = dir.write(&format!("ws/src/.lib.rs.wright-{pid}-0.tmp"), "half");
+    let live = dir.write(
+        &format!("ws/src/.lib.rs.wright-{}-0.tmp", std::process::id()),
+        "in flight",
+    );
 
     provider.push(Reply::stream(
         Dialect::OpenAi,
@@ -562,6 +570,8 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
         (&json!(150), &json!(15)),
         "{result}"
     );
+    assert!(!stale.exists() && live.exists());
+    std::fs::remove_file(live).unwrap();
     // The resumed request carries the whole history the killed process had sent.
     let requests = provider.requests();
     let (before, after) = (requests[1].json(), requests[2].json());
@@ -588,7 +598,7 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
 fn a_compacted_session_killed_and_resumed_still_finishes_with_its_masked_history() {
     let (dir, provider) = compaction_setup("exec-compaction-resume");
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["never"])).stall_after(0));
-    let (stderr, id) = kill_after(&dir, &provider, "read big.rs", 5);
+    let (stderr, id, _) = kill_after(&dir, &provider, "read big.rs", 5);
     assert!(stderr.contains("compacted:"), "{stderr}");
 
     // The placeholders name artifacts of the killed process: they read back, the same text.

@@ -32,6 +32,7 @@ fn settings() -> HttpSettings {
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(40),
         max_retry_wait: Duration::from_secs(5),
+        max_response_bytes: HttpSettings::default().max_response_bytes,
     }
 }
 
@@ -491,6 +492,63 @@ async fn a_stall_after_output_times_out_and_hangs_up() {
 }
 
 #[tokio::test]
+async fn an_answer_past_the_size_cap_ends_in_an_error_and_hangs_up() {
+    let capped = || HttpSettings {
+        max_response_bytes: 64 * 1024,
+        ..settings()
+    };
+    let piece = "y".repeat(16 * 1024);
+    for dialect in BOTH {
+        // Text: what arrived within the cap is delivered, then the error; the provider, still
+        // writing, finds the connection closed. Not retried: the model would say it all again.
+        let provider = ScriptedProvider::start();
+        let turn = Turn::text(&vec![piece.as_str(); 100]);
+        provider.push(Reply::stream(dialect, &turn).token_delay(Duration::from_millis(5)));
+        provider.push(Reply::stream(dialect, &Turn::text(&["never asked"])));
+        let model = client(dialect, &provider, capped());
+        let (events, error) = run(model.as_ref(), &request()).await;
+        assert!(text_of(&events).len() <= 64 * 1024, "{dialect:?}");
+        let error = error.expect("an error");
+        assert!(
+            matches!(error.kind, ErrorKind::TooLarge { limit: 65536 }),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("the model's response exceeded 64 KiB"),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("llm.max_response_mib"),
+            "{error}"
+        );
+        assert!(matches!(
+            outcomes(&provider, 1).await[..],
+            [Outcome::ClientClosed { .. }]
+        ));
+        assert_eq!(provider.requests().len(), 1);
+
+        // Tool-call arguments count the same: the call never completes.
+        let provider = ScriptedProvider::start();
+        let mut turn = Turn::default().tool_call(
+            "c1",
+            "write_file",
+            &json!({"path": "big.txt", "content": "z".repeat(100 * 1024)}).to_string(),
+        );
+        turn.argument_fragment = 4096;
+        provider.push(Reply::stream(dialect, &turn));
+        let model = client(dialect, &provider, capped());
+        let (events, error) = run(model.as_ref(), &request()).await;
+        assert!(calls_of(&events).is_empty(), "{dialect:?}");
+        assert!(
+            matches!(error.map(|e| e.kind), Some(ErrorKind::TooLarge { .. })),
+            "{dialect:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_stall_before_output_and_a_late_first_byte_are_retried() {
     let provider = ScriptedProvider::start();
     provider.push(Reply::stream(Dialect::Anthropic, &Turn::text(&["x"])).stall_after(1));
@@ -704,13 +762,17 @@ async fn clients_come_from_the_configuration_and_local_servers_need_no_key() {
         _ => None,
     };
     let mut layers = Layers::load(None, &[], &env);
-    layers.set_initialization_options(&json!({"llm": {"maxAttempts": 2, "idleTimeoutSecs": 5}, "prices": "openai/qwen2.5-coder:7b=0.1/0/0.2"}));
+    layers.set_initialization_options(&json!({"llm": {"maxAttempts": 2, "idleTimeoutSecs": 5, "maxResponseMib": 8}, "prices": "openai/qwen2.5-coder:7b=0.1/0/0.2"}));
     let config = layers.resolve();
     assert!(config.problems().is_empty(), "{:?}", config.problems());
     let settings = HttpSettings::from_config(&config);
     assert_eq!(
-        (settings.max_attempts, settings.idle_timeout),
-        (2, Duration::from_secs(5))
+        (
+            settings.max_attempts,
+            settings.idle_timeout,
+            settings.max_response_bytes
+        ),
+        (2, Duration::from_secs(5), 8 << 20)
     );
     let router = wright::router::Router::from_config(&config, None).unwrap();
     let decision = router.route_task("explain the config layers");

@@ -469,6 +469,11 @@ impl Editor {
         status
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server with SIGKILL (a crash: nothing of it runs after) and waits for it.
     pub fn kill(mut self) {
         let _ = self.child.kill();

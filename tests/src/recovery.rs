@@ -5,9 +5,11 @@
 //! edit is written on disk), runs a command, writes a new file and reads it back. The server
 //! is killed with SIGKILL after a chosen number of the session's events. What must hold after
 //! the kill: each file on disk is wholly its old or its new text, no temporary file is left
-//! in the workspace, every JSON file of the index parses, and the journal parses to its last
-//! whole line. On restart the index opens (or rebuilds), and the session, unless it had
-//! finished, resumes from its journal and finishes.
+//! in the workspace but an edit's own (`.NAME.wright-PID-N.tmp` of the killed server, if the
+//! kill fell between writing it and renaming it), every JSON file of the index parses, and
+//! the journal parses to its last whole line. On restart the index opens (or rebuilds), the
+//! killed server's temporaries are removed, and the session, unless it had finished, resumes
+//! from its journal and finishes.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -132,8 +134,10 @@ impl Scenario {
     }
 
     /// What must hold on disk after a crash at any point: whole files, no leftovers, an index
-    /// and a journal that parse. Panics with what broke.
-    pub fn check_disk(&self) {
+    /// and a journal that parse. Panics with what broke. `killed`: the pid of a server just
+    /// killed, whose edit temporaries may be left; `None` once a server has started again,
+    /// which removes them (in the background: waited for, up to a bound).
+    pub fn check_disk(&self, killed: Option<u32>) {
         let ws = self.dir.path().join("ws");
         let a = std::fs::read_to_string(ws.join("src/a.rs")).expect("src/a.rs is there");
         assert!(
@@ -147,15 +151,31 @@ impl Scenario {
                 new.len()
             );
         }
-        let mut leftovers = Vec::new();
-        walk(&ws, &mut |path| {
-            if path.extension().is_some_and(|e| e == "tmp") {
-                leftovers.push(path.display().to_string());
+        let leftovers = || {
+            let mut leftovers = Vec::new();
+            walk(&ws, &mut |path| {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let the_killed_servers_edit = killed.is_some_and(|pid| {
+                    name.starts_with('.')
+                        && name.ends_with(".tmp")
+                        && name.contains(&format!(".wright-{pid}-"))
+                });
+                if path.extension().is_some_and(|e| e == "tmp") && !the_killed_servers_edit {
+                    leftovers.push(path.display().to_string());
+                }
+            });
+            leftovers
+        };
+        if killed.is_none() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !leftovers().is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
             }
-        });
+        }
+        let left = leftovers();
         assert!(
-            leftovers.is_empty(),
-            "temporary files left in the workspace: {leftovers:?}"
+            left.is_empty(),
+            "temporary files left in the workspace: {left:?}"
         );
         walk(&self.dir.path().join("cache"), &mut |path| {
             if path.extension().is_some_and(|e| e == "json") {
@@ -170,6 +190,15 @@ impl Scenario {
         for journal in crate::session::journal_paths(&self.dir) {
             parse_journal(&journal, true);
         }
+    }
+
+    /// Leaves in the workspace what a server killed between writing an edit's new content and
+    /// renaming it into place leaves: half a file in a temporary named for the killed `pid`.
+    /// (The real window is microseconds wide; this puts every trial in it.)
+    pub fn plant_edit_temporary(&self, pid: u32) {
+        let half = &A_AFTER[..A_AFTER.len() / 2];
+        self.dir
+            .write(&format!("ws/src/.a.rs.wright-{pid}-0.tmp"), half);
     }
 
     /// Restarts the server, waits for its index, and resumes `session` unless it had

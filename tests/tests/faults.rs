@@ -5,8 +5,9 @@
 //! edit, or disappears.
 //!
 //! For each: the session ends (or goes on) with a status that says what happened, the server
-//! answers other requests meanwhile, no buffer text is lost, and the session's journal parses
-//! line by line and ends with the outcome the editor was told. The client-level behaviour of
+//! answers other requests meanwhile (checked once the fault is under way: the provider has
+//! the session's request, the command's process runs), no buffer text is lost, and the
+//! session's journal parses line by line and ends with the outcome the editor was told. The client-level behaviour of
 //! each provider fault (retry or not, the wording) is tested in `server/tests/llm.rs`; this
 //! file is about what the whole server does with it.
 
@@ -193,8 +194,8 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
         ProviderCase {
             name: "a 50 MB answer",
             replies: vec![text(&vec![huge.as_str(); 50])],
-            status: "done",
-            reason: None,
+            status: "failed",
+            reason: Some("the model's response exceeded 4 MiB"),
             tool_result: None,
         },
     ];
@@ -203,7 +204,15 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             fixture.provider.push(reply);
         }
         let started = Instant::now();
+        let requests = fixture.provider.requests().len();
         let session = run(&mut fixture.editor, &format!("fault: {}", case.name));
+        // The fault is under way once the provider has the session's request (a stall
+        // stalls, a retry waits, a flood streams): only then does serving meanwhile count.
+        wait_until(
+            &format!("{}: the session's request to reach the provider", case.name),
+            Duration::from_secs(20),
+            || fixture.provider.requests().len() > requests,
+        );
         fixture.still_serving(case.name);
         let outcome = finished(&mut fixture.editor, &session);
         assert_eq!(outcome["status"], case.status, "{}: {outcome:#}", case.name);
@@ -230,7 +239,18 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             "{}: a reply was not consumed",
             case.name
         );
-        fixture.journal_ends(&session, case.status, case.name);
+        let journaled: usize = fixture
+            .journal_ends(&session, case.status, case.name)
+            .iter()
+            .map(|line| line.to_string().len())
+            .sum();
+        // A model's answer is capped (llm.max_response_mib, 4 by default): what the session
+        // holds and journals stays within a few times that, whatever the provider sends.
+        assert!(
+            journaled < 16 << 20,
+            "{}: {journaled} bytes journaled",
+            case.name
+        );
         fixture.still_serving(case.name);
         assert!(
             started.elapsed() < Duration::from_secs(30),
@@ -242,18 +262,33 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
     fixture.editor.shutdown();
 }
 
-/// Whether a process whose command line is `sleep SECONDS` is alive (each case sleeps a
-/// number of its own, so leftovers are told apart).
-fn sleeper_alive(seconds: u32) -> bool {
+/// The process ids of the processes whose command line is `sleep SECONDS` (each case sleeps
+/// a number of its own, so leftovers are told apart). The sandbox's pid namespaces hide
+/// nothing from the host's /proc.
+fn sleepers(seconds: u32) -> Vec<i32> {
     let wanted = format!("sleep\0{seconds}\0");
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
-        .any(|entry| {
+        .filter(|entry| {
             std::fs::read(entry.path().join("cmdline"))
                 .is_ok_and(|cmdline| cmdline == wanted.as_bytes())
         })
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+fn sleeper_alive(seconds: u32) -> bool {
+    !sleepers(seconds).is_empty()
+}
+
+/// Ends `sleep SECONDS` (SIGKILL), letting the command that waits on it go on.
+fn release(seconds: u32) {
+    for pid in sleepers(seconds) {
+        // SAFETY: kill(2) only sends a signal; the pid is a `sleep` of this test's command.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
 }
 
 /// One command fault: what the model runs, words its tool result must contain, and the
@@ -264,6 +299,12 @@ struct CommandCase {
     timeout_secs: u64,
     result: &'static [&'static str],
     sleeper: u32,
+    /// The `sleep` whose life shows the fault is under way: the server must answer while it
+    /// runs.
+    under_way: u32,
+    /// Whether the command waits on that `sleep` mid-fault until the test ends it (else the
+    /// case's timeout ends it).
+    gate: bool,
     /// A command that hit a limit makes the server ask the user whether to allow more (this
     /// editor declines).
     asks: bool,
@@ -279,22 +320,31 @@ fn command_faults_are_bounded_reported_and_leave_no_process_behind() {
             timeout_secs: 2,
             result: &["stubborn", "timed out"],
             sleeper: 1001,
+            under_way: 1001,
+            gate: false,
             asks: true,
         },
         CommandCase {
             name: "forks and exits, leaving a child that holds its output",
-            command: "(sleep 1002 &) ; echo parent gone",
+            // The parent waits (on `sleep 2002`) with its child started, then exits.
+            command: "(sleep 1002 &) ; echo parent gone; sleep 2002; true",
             timeout_secs: 30,
             result: &["parent gone", "exit code 0"],
             sleeper: 1002,
+            under_way: 2002,
+            gate: true,
             asks: false,
         },
         CommandCase {
             name: "floods its output",
-            command: "head -c 100000000 /dev/zero | tr '\\0' y; echo; echo the end",
+            // Half of the flood, a wait (on `sleep 2003`) with the pipe open, the other half.
+            command: "{ head -c 50000000 /dev/zero; sleep 2003; head -c 50000000 /dev/zero; } \
+                      | tr '\\0' y; echo; echo the end",
             timeout_secs: 60,
             result: &["yyyy", "the end"],
             sleeper: 0,
+            under_way: 2003,
+            gate: true,
             asks: false,
         },
         CommandCase {
@@ -303,6 +353,8 @@ fn command_faults_are_bounded_reported_and_leave_no_process_behind() {
             timeout_secs: 2,
             result: &["started", "timed out"],
             sleeper: 1004,
+            under_way: 1004,
+            gate: false,
             asks: true,
         },
     ];
@@ -314,7 +366,15 @@ fn command_faults_are_bounded_reported_and_leave_no_process_behind() {
         fixture.provider.push(text(&["Done."]));
         let started = Instant::now();
         let session = run(&mut fixture.editor, &format!("fault: {}", case.name));
+        wait_until(
+            &format!("{}: the command to be under way", case.name),
+            Duration::from_secs(20),
+            || sleeper_alive(case.under_way),
+        );
         fixture.still_serving(case.name);
+        if case.gate {
+            release(case.under_way);
+        }
         let outcome = finished(&mut fixture.editor, &session);
         assert_eq!(outcome["status"], "done", "{}: {outcome:#}", case.name);
         let asked = fixture

@@ -1,7 +1,8 @@
 //! Crash recovery: the server is killed with SIGKILL at seeded random points of a scripted
 //! session (see `wright_tests::recovery`); after each kill nothing on disk is half-written,
-//! and a restarted server opens its index and resumes the session from its journal to the
-//! end. `WRIGHT_RECOVERY_SEED` replays a failing run; the seed is printed on failure.
+//! and a restarted server removes the killed one's edit temporaries, opens its index and
+//! resumes the session from its journal to the end. `WRIGHT_RECOVERY_SEED` replays a failing
+//! run; the seed is printed on failure.
 
 use wright_tests::recovery::{Rng, Scenario};
 use wright_tests::session::run;
@@ -23,12 +24,14 @@ fn a_server_killed_at_random_points_loses_nothing_and_resumes() {
         let scenario = Scenario::new("recovery");
         let mut editor = scenario.start();
         let session = run(&mut editor, "edit, run and write, then stop");
+        let pid = editor.pid();
         let ended = scenario.kill_after_events(editor, &session, events);
         eprintln!("recovery trial {trial}: the session had ended: {ended}");
-        scenario.check_disk();
+        scenario.check_disk(Some(pid));
+        scenario.plant_edit_temporary(pid);
         let (recovered, editor) = scenario.restart_and_resume(&session);
         eprintln!("recovery trial {trial}: {recovered:?}");
-        scenario.check_disk();
+        scenario.check_disk(None);
         editor.shutdown();
     }
 }

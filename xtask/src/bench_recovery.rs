@@ -58,8 +58,9 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         let mut editor = scenario.start();
         let session = start_session(&mut editor, "edit, run and write, then stop");
         let events = 1 + rng.below(20);
+        let pid = editor.pid();
         let ended = scenario.kill_after_events(editor, &session, events);
-        scenario.check_disk();
+        scenario.check_disk(Some(pid));
         let (times, editor) = scenario.restart_and_resume(&session);
         editor.shutdown();
         recovered.first_answer.push(times.first_answer);

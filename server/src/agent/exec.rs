@@ -137,17 +137,15 @@ impl UndoRecord {
         data_dir.join("exec").join(format!("{key}.json"))
     }
 
-    /// Writes the record atomically (a temporary file renamed into place).
+    /// Writes the record atomically and durably (`durable`: a synced temporary file renamed
+    /// into place), so it still describes the files after a crash or a power loss.
     pub fn save(&self, data_dir: &Path) -> std::io::Result<PathBuf> {
         let path = Self::location(data_dir, &self.root);
         let dir = path.parent().expect("the record has a folder");
         std::fs::create_dir_all(dir)?;
         let temp = dir.join(format!(".undo-{}.tmp", std::process::id()));
-        std::fs::write(
-            &temp,
-            serde_json::to_vec(self).map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(&temp, &path)?;
+        let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+        crate::durable::replace(&path, &temp, &bytes, None)?;
         Ok(path)
     }
 

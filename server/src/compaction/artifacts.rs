@@ -2,10 +2,10 @@
 //! under a short stable id (`a1`, `a2`, …), so a masked output stays one `read_artifact`
 //! call away.
 //!
-//! Outputs live in memory; with a session directory they are also written there (a
-//! temporary file renamed into place, so a crash never leaves half an artifact), and a store
-//! reopened on that directory finds them again and numbers new ones after them. Ids are
-//! never reused within a session.
+//! Outputs live in memory; with a session directory they are also written there (a synced
+//! temporary file renamed into place, `durable`, so a crash never leaves half an artifact),
+//! and a store reopened on that directory finds them again and numbers new ones after them.
+//! Ids are never reused within a session.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -147,16 +147,13 @@ impl ArtifactStore {
                 .collect();
             let path = dir.join(format!("{id}.{tool_part}.txt"));
             let temporary = dir.join(format!(".{id}.{}.tmp", std::process::id()));
-            std::fs::write(&temporary, text).map_err(|source| ArtifactError::Io {
-                what: "write",
-                path: temporary.clone(),
-                source,
-            })?;
-            std::fs::rename(&temporary, &path).map_err(|source| ArtifactError::Io {
-                what: "rename into place",
-                path,
-                source,
-            })?;
+            crate::durable::replace(&path, &temporary, text.as_bytes(), None).map_err(
+                |source| ArtifactError::Io {
+                    what: "write",
+                    path,
+                    source,
+                },
+            )?;
         }
         self.artifacts.push(Artifact {
             id: id.clone(),

@@ -114,6 +114,16 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_positive,
     },
     KeySpec {
+        key: "llm.max_response_mib",
+        env: None,
+        default: Some("4"),
+        secret: false,
+        workspace_file: true,
+        doc: "MiB of text and tool-call arguments one model answer may hold; a longer answer is stopped and the session fails saying so",
+        integer: true,
+        validate: validate_positive,
+    },
+    KeySpec {
         key: "providers.openai.base_url",
         env: Some("OPENAI_BASE_URL"),
         default: Some("https://api.openai.com/v1"),

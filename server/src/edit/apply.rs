@@ -4,17 +4,25 @@
 //!
 //! All files or none. Before anything is written, every file is checked to still be what the
 //! plan was computed against. On disk, each new content is first written to a temporary file
-//! beside its destination; only when all are written are they renamed into place and deleted
-//! files removed, and if one of those steps fails, the steps already done are undone and the
-//! temporaries and directories the plan created are removed.
+//! beside its destination and synced (`durable`); only when all are written are they renamed
+//! into place and deleted files removed, and if one of those steps fails, the steps already
+//! done are undone and the temporaries and directories the plan created are removed. Then
+//! the folders changed are synced, so an applied edit survives a power loss too.
+//!
+//! A temporary is named `.NAME.wright-PID-STEP.tmp` (NAME its destination's file name, PID
+//! the writing process, STEP the file's place in the plan or `restore`), so that a process
+//! killed between writing and renaming leaves a file [`sweep_stale_temporaries`] recognises
+//! and removes at the next start, and only such a file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::EditError;
 use super::plan::{FileSource, FileState, Plan, Versioned};
+use crate::durable;
+use crate::workspace::{self, WalkOptions};
 
 /// Checks that every file the plan touches is still in the state it was planned against.
 fn verify(source: &dyn FileSource, plan: &Plan) -> Result<(), EditError> {
@@ -113,14 +121,15 @@ impl DiskFiles {
                     .expect("a file path has a parent")
                     .to_owned();
                 create_dirs(&dir, &mut created_dirs).map_err(io_error(&file.path))?;
-                let name = target.file_name().unwrap_or_default().to_string_lossy();
-                let temp = dir.join(format!(".{name}.wright-{}-{n}.tmp", std::process::id()));
-                fs::write(&temp, after).map_err(io_error(&file.path))?;
-                if let Ok(metadata) = fs::metadata(&target) {
-                    fs::set_permissions(&temp, metadata.permissions())
-                        .map_err(io_error(&file.path))?;
-                }
-                staged.push(Some(Staged { temp, target }));
+                let temp = temporary(&target, &n.to_string());
+                // Pushed first, so a failed write's temporary is cleaned up with the others.
+                staged.push(Some(Staged {
+                    temp: temp.clone(),
+                    target: target.clone(),
+                }));
+                let permissions = fs::metadata(&target).ok().map(|m| m.permissions());
+                durable::write_synced(&temp, after.as_bytes(), permissions)
+                    .map_err(io_error(&file.path))?;
             }
             Ok(())
         })();
@@ -129,18 +138,41 @@ impl DiskFiles {
             return Err(err);
         }
         let mut done = Vec::new();
+        let mut changed_dirs = BTreeSet::new();
         for (file, step_staged) in plan.files.iter().zip(&staged) {
+            let target = match step_staged {
+                Some(staged) => staged.target.clone(),
+                None => self.target(&file.path),
+            };
             let step = match step_staged {
                 _ if self.injected_failure(done.len()) => Err(io::Error::other("injected failure")),
-                Some(staged) => fs::rename(&staged.temp, &staged.target),
-                None => fs::remove_file(self.target(&file.path)),
+                Some(staged) => fs::rename(&staged.temp, &target),
+                None => fs::remove_file(&target),
             };
             if let Err(err) = step {
                 self.roll_back(plan, &done);
                 cleanup(&staged, &created_dirs);
                 return Err(io_error(&file.path)(err));
             }
+            changed_dirs.insert(durable::parent(&target).to_owned());
             done.push(file.path.clone());
+        }
+        // The renames and removals (and the folders created) become durable. The edit is
+        // already in place whatever happens here, so a failure is logged, not returned: the
+        // caller must not take an applied edit for one that was not.
+        changed_dirs.extend(
+            created_dirs
+                .iter()
+                .map(|dir| durable::parent(dir).to_owned()),
+        );
+        for dir in changed_dirs {
+            if let Err(err) = durable::sync_dir(&dir) {
+                tracing::error!(
+                    "the edit is applied but {} could not be synced, so it may not survive a \
+                     power loss: {err}",
+                    dir.display()
+                );
+            }
         }
         Ok(())
     }
@@ -177,15 +209,98 @@ impl DiskFiles {
 /// was written: a crash during a rollback leaves the edited file or the original, never half
 /// of one.
 fn restore(target: &Path, text: &[u8]) -> io::Result<()> {
+    let permissions = fs::metadata(target).ok().map(|m| m.permissions());
+    durable::replace(target, &temporary(target, "restore"), text, permissions)
+}
+
+/// The temporary this process writes beside `target` for `step` (a plan's file index, or
+/// `restore`): `.NAME.wright-PID-STEP.tmp`, the one shape [`temporary_owner`] accepts.
+fn temporary(target: &Path, step: &str) -> PathBuf {
     let name = target.file_name().unwrap_or_default().to_string_lossy();
-    let temp = target.with_file_name(format!(".{name}.wright-{}-restore.tmp", std::process::id()));
-    fs::write(&temp, text)?;
-    if let Ok(metadata) = fs::metadata(target) {
-        fs::set_permissions(&temp, metadata.permissions())?;
+    target.with_file_name(format!(".{name}.wright-{}-{step}.tmp", std::process::id()))
+}
+
+/// The process that wrote `name`, when `name` has exactly the shape of [`temporary`]'s names
+/// (a pid with no sign or leading zero, a step that is a number or `restore`); `None` for any
+/// other name, so that no file wright did not write is ever taken for one of its own.
+fn temporary_owner(name: &str) -> Option<u32> {
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (destination, tail) = inner.rsplit_once(".wright-")?;
+    let (digits, step) = tail.split_once('-')?;
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if destination.is_empty() || !number(digits) || !(number(step) || step == "restore") {
+        return None;
     }
-    fs::rename(&temp, target).inspect_err(|_| {
-        let _ = fs::remove_file(&temp);
-    })
+    let pid: u32 = digits.parse().ok()?;
+    // Only the spelling `std::process::id()` gives; 0 and values past `pid_t` are no process.
+    (pid.to_string() == digits && pid > 0 && libc::pid_t::try_from(pid).is_ok()).then_some(pid)
+}
+
+/// Whether process `pid` exists. `kill` with signal 0 sends nothing: it fails with `ESRCH`
+/// only when there is no such process (`EPERM` means it exists and belongs to another user).
+/// A reused pid counts as alive, which keeps a stale temporary rather than risk a live one.
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    // SAFETY: kill(2) with signal 0 only checks that the process exists; it touches no memory.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Removes the edit temporaries under `root` whose writer is no longer running: what a
+/// process killed between writing a file's new content and renaming it into place left in
+/// the user's workspace. Run when the server or `wright exec` starts. Returns the files
+/// removed.
+///
+/// Looks through the workspace walk (ignored and generated folders are not entered, so a
+/// huge `node_modules` costs nothing) with a glob that selects the temporaries' names: a
+/// `.gitignore` listing `*.tmp` does not hide them, and no other file is even looked at.
+/// Temporaries of live processes (this one, another wright on the same folder) are kept.
+pub fn sweep_stale_temporaries(root: &Path) -> Vec<PathBuf> {
+    let options = WalkOptions {
+        max_file_size: u64::MAX,
+        ..WalkOptions::default()
+    };
+    let options = match options.with_globs(root, &[".*.wright-*.tmp".to_owned()]) {
+        Ok(options) => options,
+        Err(err) => {
+            tracing::error!("sweeping edit temporaries: {err}");
+            return Vec::new();
+        }
+    };
+    let removed = std::sync::Mutex::new(Vec::new());
+    workspace::walk(root, &options, &|entry| {
+        let stale = entry
+            .path
+            .file_name()
+            .and_then(|name| temporary_owner(name.to_str()?))
+            .is_some_and(|pid| !process_alive(pid));
+        if stale {
+            match fs::remove_file(&entry.path) {
+                Ok(()) => {
+                    tracing::info!(
+                        "removed {}, an edit's temporary file left by a process that was stopped",
+                        entry.path.display()
+                    );
+                    removed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(entry.path);
+                }
+                Err(err) => tracing::warn!(
+                    "could not remove the stale edit temporary {}: {err}",
+                    entry.path.display()
+                ),
+            }
+        }
+        true
+    });
+    let mut removed = removed.into_inner().unwrap_or_else(|e| e.into_inner());
+    removed.sort();
+    removed
 }
 
 /// Removes temporaries left behind and the directories the plan created (if empty again).
@@ -380,6 +495,89 @@ mod tests {
             .filter(|e| e.path().is_file())
             .map(|e| (e.path(), fs::read(e.path()).unwrap()))
             .collect()
+    }
+
+    /// A pid no process can have: pids stay below the kernel's `pid_max`.
+    fn dead_pid() -> u32 {
+        fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|max| max.trim().parse().ok())
+            .unwrap_or(4_194_304)
+    }
+
+    #[test]
+    fn temporaries_are_named_in_the_one_shape_the_sweep_recognises() {
+        let own = std::process::id();
+        let staged = temporary(Path::new("/ws/src/lib.rs"), "3");
+        assert_eq!(
+            staged,
+            PathBuf::from(format!("/ws/src/.lib.rs.wright-{own}-3.tmp"))
+        );
+        let name = |path: PathBuf| path.file_name().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(temporary_owner(&name(staged)), Some(own));
+        let restore = temporary(Path::new("/ws/.a.wright-1-2.tmp"), "restore");
+        assert_eq!(temporary_owner(&name(restore)), Some(own));
+        for other in [
+            ".lib.rs.wright-12-3.tmp.bak",
+            "lib.rs.wright-12-3.tmp",
+            ".wright-12-3.tmp",
+            ".lib.rs.wright-012-3.tmp",
+            ".lib.rs.wright-+12-3.tmp",
+            ".lib.rs.wright-12-.tmp",
+            ".lib.rs.wright-12-3x.tmp",
+            ".lib.rs.wright-12.tmp",
+            ".lib.rs.wright-0-3.tmp",
+            ".lib.rs.wright-4294967295-3.tmp",
+            ".lib.rs.wright-99999999999-3.tmp",
+            ".lib.rs.other-12-3.tmp",
+            ".a3.999.tmp",
+            ".undo-12.tmp",
+        ] {
+            assert_eq!(temporary_owner(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_sweep_removes_only_temporaries_whose_writer_is_gone() {
+        let root = temp_root("sweep");
+        let (dead, live) = (dead_pid(), std::process::id());
+        assert!(!process_alive(dead) && process_alive(live) && process_alive(1));
+        // A repository that ignores `*.tmp` must not hide them from the sweep.
+        fs::write(root.join(".gitignore"), "*.tmp\nignored/\n").unwrap();
+        let plant = |relative: &str| {
+            let path = root.join(relative);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, "half a file").unwrap();
+            path
+        };
+        let stale = [
+            plant(&format!(".lib.rs.wright-{dead}-0.tmp")),
+            plant(&format!("src/deep/.main.rs.wright-{dead}-12.tmp")),
+            plant(&format!("src/.main.rs.wright-{dead}-restore.tmp")),
+        ];
+        let kept = [
+            plant(&format!("src/.main.rs.wright-{live}-0.tmp")),
+            plant("src/.main.rs.wright-1-0.tmp"),
+            plant(&format!("src/.main.rs.wright-{dead}-0.tmp.orig")),
+            plant(&format!("src/main.rs.wright-{dead}-0.tmp")),
+            plant(&format!("src/.main.rs.wright-0{dead}-0.tmp")),
+            plant(&format!("src/.main.rs.wright-{dead}-x.tmp")),
+            plant(&format!(".{dead}.tmp")),
+            // Ignored and generated folders are not entered.
+            plant(&format!("ignored/.a.rs.wright-{dead}-0.tmp")),
+            plant(&format!("node_modules/.a.js.wright-{dead}-0.tmp")),
+        ];
+        let mut expected = stale.to_vec();
+        expected.sort();
+        assert_eq!(sweep_stale_temporaries(&root), expected);
+        for path in &stale {
+            assert!(!path.exists(), "{} is still there", path.display());
+        }
+        for path in &kept {
+            assert!(path.exists(), "{} was removed", path.display());
+        }
+        assert_eq!(sweep_stale_temporaries(&root), Vec::<PathBuf>::new());
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -104,6 +104,16 @@ pub enum ErrorKind {
          {detail}"
     )]
     CutBeforeAnswer { attempts: u32, detail: String },
+    #[error(
+        "the model's response exceeded {} of text and tool-call arguments and was stopped \
+         there; ask for less per step (one file or one change at a time), or raise \
+         llm.max_response_mib if answers this long are expected",
+        in_binary_units(*limit)
+    )]
+    TooLarge {
+        /// Bytes.
+        limit: usize,
+    },
     #[error("the provider reported an error in the stream: {detail}")]
     InStream { detail: String },
     #[error("the provider's answer could not be understood: {detail}")]
@@ -127,6 +137,15 @@ impl ErrorKind {
             Self::RateLimited { .. } => Some(429),
             _ => None,
         }
+    }
+}
+
+/// A size as its configuration reads: whole MiB (`4 MiB`), else KiB.
+fn in_binary_units(bytes: usize) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes.div_ceil(1 << 10))
     }
 }
 

@@ -108,6 +108,14 @@ impl HttpSettings {
                 .get_u64("llm.max_attempts")
                 .map_or(defaults.max_attempts, |n| n.clamp(1, 20) as u32),
             max_retry_wait: secs("llm.max_retry_wait_secs", defaults.max_retry_wait),
+            max_response_bytes: config.get_u64("llm.max_response_mib").map_or(
+                defaults.max_response_bytes,
+                |mib| {
+                    usize::try_from(mib)
+                        .unwrap_or(usize::MAX)
+                        .saturating_mul(1 << 20)
+                },
+            ),
             ..defaults
         }
     }

@@ -10,6 +10,10 @@
 //! caller** are retried, up to `max_attempts` in all. Once an event has been delivered a cut
 //! is an error: replaying would show the caller the same text twice, and the model may not
 //! say the same thing again.
+//!
+//! An answer is capped: once its text and tool-call arguments pass `max_response_bytes`, the
+//! call ends with an error (never retried: the model would likely say it all again) and the
+//! connection is dropped, so a runaway answer is neither held whole nor passed on.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -41,7 +45,14 @@ pub struct HttpSettings {
     pub backoff_max: Duration,
     /// The longest wait a `Retry-After` is honoured for.
     pub max_retry_wait: Duration,
+    /// The most text and tool-call arguments one answer may hold, in bytes: past it the call
+    /// ends in [`ErrorKind::TooLarge`] instead of holding, journaling and showing the rest.
+    pub max_response_bytes: usize,
 }
+
+/// `max_response_bytes` by default: far beyond any useful answer (a whole file rewritten is
+/// tens of kilobytes), small enough that one runaway answer costs little memory.
+const DEFAULT_MAX_RESPONSE_MIB: usize = 4;
 
 impl Default for HttpSettings {
     fn default() -> Self {
@@ -53,6 +64,7 @@ impl Default for HttpSettings {
             backoff_base: Duration::from_millis(500),
             backoff_max: Duration::from_secs(8),
             max_retry_wait: Duration::from_secs(60),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_MIB << 20,
         }
     }
 }
@@ -186,6 +198,8 @@ enum Failure {
     Idle,
     Cut(String),
     Stream(Fault),
+    /// The answer's text and tool-call arguments passed `max_response_bytes`.
+    TooLarge,
     /// The caller dropped the stream.
     ReceiverGone,
 }
@@ -200,7 +214,7 @@ impl Failure {
             Self::Connect(_) | Self::FirstByte | Self::Idle | Self::Cut(_) => true,
             Self::Stream(Fault::Provider { retriable, .. }) => *retriable,
             Self::Stream(Fault::Incomplete) => true,
-            Self::Stream(Fault::Protocol(_)) | Self::ReceiverGone => false,
+            Self::Stream(Fault::Protocol(_)) | Self::TooLarge | Self::ReceiverGone => false,
         }
     }
 
@@ -211,6 +225,7 @@ impl Failure {
             Self::Connect(detail) | Self::Cut(detail) => detail.clone(),
             Self::FirstByte => "no first byte in time".to_owned(),
             Self::Idle => "stream stalled".to_owned(),
+            Self::TooLarge => "answer too large".to_owned(),
             Self::Stream(fault) => format!("{fault:?}"),
             Self::ReceiverGone => "cancelled".to_owned(),
         };
@@ -252,6 +267,9 @@ impl Failure {
                 detail: error::redact(&detail, key),
             },
             Self::Stream(Fault::Protocol(detail)) => ErrorKind::Protocol { detail },
+            Self::TooLarge => ErrorKind::TooLarge {
+                limit: settings.max_response_bytes,
+            },
             Self::ReceiverGone => ErrorKind::Protocol {
                 detail: "the caller went away".to_owned(),
             },
@@ -392,6 +410,9 @@ async fn attempt_once(
     let mut sse = Vec::new();
     let mut events = Vec::new();
     let mut started_body = false;
+    // Text and tool-call argument bytes decoded so far (a stream cut before any event is
+    // retried from nothing, so this counts one attempt).
+    let mut answer_bytes = 0usize;
     loop {
         let wait = if started_body {
             settings.idle_timeout
@@ -422,6 +443,10 @@ async fn attempt_once(
                 break;
             }
         }
+        answer_bytes += events.iter().map(answer_size).sum::<usize>();
+        if answer_bytes > settings.max_response_bytes {
+            return Err(Failure::TooLarge);
+        }
         deliver(&mut events, tx, delivered).await?;
         if complete {
             // Read the rest of the body (the end of the chunked encoding) so the connection
@@ -432,6 +457,15 @@ async fn attempt_once(
             });
             return Ok(());
         }
+    }
+}
+
+/// What an event adds to the answer the caller accumulates: its text or argument bytes.
+fn answer_size(event: &Event) -> usize {
+    match event {
+        Event::TextDelta(text) => text.len(),
+        Event::ToolCallArgs { fragment, .. } => fragment.len(),
+        _ => 0,
     }
 }
 

@@ -155,6 +155,17 @@ impl Backend {
             .want(roots, max_file_size, self.client.clone(), progress);
     }
 
+    /// Removes, in the background, the temporary files a wright killed in the middle of an
+    /// edit left in the roots (only those of processes that are gone).
+    fn sweep_edit_temporaries(&self) {
+        let roots = lock(&self.workspace).roots.clone();
+        tokio::task::spawn_blocking(move || {
+            for root in roots {
+                crate::edit::apply::sweep_stale_temporaries(&root);
+            }
+        });
+    }
+
     /// Queues a document's file for re-indexing.
     fn reindex(&self, key: &DocumentKey) {
         if let DocumentKey::File(path) = key {
@@ -676,6 +687,7 @@ impl LanguageServer for Backend {
         .await;
         self.update_workspace(|_| {}).await;
         self.build_indexes();
+        self.sweep_edit_temporaries();
     }
 
     async fn shutdown(&self) -> RpcResult<()> {
