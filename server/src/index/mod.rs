@@ -753,7 +753,18 @@ impl Index {
         hash: u64,
         mtime_ns: u64,
     ) -> FileRecord {
-        let extracted = lexical::scan(language, text).unwrap_or_default();
+        // A scanner bug on one file must not take the whole index down: that file waits for
+        // the tree-sitter pass instead.
+        let scanned = std::panic::catch_unwind(|| lexical::scan(language, text));
+        let extracted = scanned
+            .unwrap_or_else(|_| {
+                tracing::error!(
+                    path = relative,
+                    "the lexical scan failed; tree-sitter will index the file"
+                );
+                None
+            })
+            .unwrap_or_default();
         self.add(writer, relative, self.documents(relative, &extracted));
         FileRecord {
             lexical: true,

@@ -330,10 +330,11 @@ fn lexical_phase_is_searchable_then_refined_with_references_and_docs() {
     let fixture = Fixture::new("two-phase");
     fixture.write("src/lib.rs", DOCUMENTED);
     fixture.write("app.py", "def main():\n    serve()\n");
+    fixture.write("empty.rs", "");
     let index = fixture.open();
 
     let report = lexical(&index);
-    assert_eq!((report.files, report.lexical_files), (2, 2));
+    assert_eq!((report.files, report.lexical_files), (3, 3));
     let hits = index.symbols("parse_http_request", None, 5);
     assert_eq!(names(&hits), ["parse_http_request"]);
     assert_eq!((hits[0].line, hits[0].column), (1, 7));
@@ -346,7 +347,7 @@ fn lexical_phase_is_searchable_then_refined_with_references_and_docs() {
     assert!(index.files().values().all(|record| record.lexical));
 
     let refined = index.refine(&|_| {}, &|| false).unwrap();
-    assert_eq!((refined.refined, refined.remaining), (2, 0));
+    assert_eq!((refined.refined, refined.remaining), (3, 0));
     let hits = index.symbols("parse_http_request", None, 5);
     assert_eq!(names(&hits), ["parse_http_request"]);
     assert_eq!(hits[0].doc.as_deref(), Some("Parses a request."));

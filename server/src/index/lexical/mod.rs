@@ -113,7 +113,8 @@ fn calls(
     let mut defined = definitions.to_vec();
     defined.sort_unstable();
     let mut references = Vec::new();
-    for (token, next) in tokens.iter().zip(&tokens[1..]) {
+    for pair in tokens.windows(2) {
+        let (token, next) = (&pair[0], &pair[1]);
         let called = next.is(b'(')
             || (language == Language::Rust && next.is(b'!') && next.start == token.end);
         if !called || !token.is_name() {

@@ -378,4 +378,7 @@ fn call_sites_are_references_but_keywords_definitions_and_hidden_text_are_not() 
     assert_eq!(calls(Language::C, c), ["SQUARE 3:32", "scale 4:11"]);
     let js = "function go(a) { return fetch(a).then(function (r) { return r; }); }\n";
     assert_eq!(calls(Language::JavaScript, js), ["fetch 1:24", "then 1:33"]);
+    for source in ["", "x", "(", "f("] {
+        assert!(calls(Language::Go, source).len() <= 1, "{source:?}");
+    }
 }
