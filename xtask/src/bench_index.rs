@@ -146,7 +146,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     let ratio = secs(cold_wall) / secs(ctags_wall);
     rows.push(Row {
         measure: format!(
-            "cold index until searchable (lexical phase committed), {} files ({:.0} MB), median of {COLD_ROUNDS}",
+            "cold index until searchable (lexical phase committed: definitions and call references), {} files ({:.0} MB), median of {COLD_ROUNDS}",
             cold.files,
             mb(cold.bytes)
         ),
@@ -206,7 +206,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     notes.push(format!(
         "Cold index: {} definitions and {} references from {} source files ({:.1} MB); ctags \
          found {} tags in the same files. `wright index` runs two phases: a lexical scan of \
-         definitions, committed (from then on `wright symbols` and `workspace/symbol` answer), \
+         definitions and call sites, committed (from then on `wright symbols` and `workspace/symbol` answer), \
          then the tree-sitter pass that replaces each file's lexical entries; it returns when \
          both are done. Searchable is its wall time less what it reports spending after the \
          lexical commit (its file list is the index's, so both read exactly \
