@@ -112,6 +112,18 @@ pub struct Located {
     pub cursor: usize,
 }
 
+/// Where the replacement of a substring match at `start` begins when the match follows only
+/// indentation on its line and the new text puts nothing on that line (it is empty or starts
+/// a new line): at the line's start, so the edit leaves no whitespace-only line behind (an
+/// `old_string` copied without its first line's indentation, then deleted).
+fn swallowed_indentation(text: &str, start: usize, new: &str) -> Option<usize> {
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let indentation = &text[line_start..start];
+    let nothing_on_the_line = new.is_empty() || new.starts_with('\n') || new.starts_with("\r\n");
+    (!indentation.is_empty() && indentation.trim().is_empty() && nothing_on_the_line)
+        .then_some(line_start)
+}
+
 /// Carries out `hunk` on `text` (no BOM), searching from line `cursor` first.
 pub fn apply_hunk(text: &str, hunk: &Hunk, cursor: usize) -> Result<Located, LocateError> {
     let lines = Lines::new(text);
@@ -122,10 +134,21 @@ pub fn apply_hunk(text: &str, hunk: &Hunk, cursor: usize) -> Result<Located, Loc
     if hunk.substring {
         let old = with_eol(&hunk.old, eol);
         let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
+        let new = with_eol(&hunk.new, eol);
+        if let [start] = starts[..]
+            && let Some(from) = swallowed_indentation(text, start, &new)
+        {
+            return Ok(Located {
+                text: [&text[..from], &new, &text[start + old.len()..]].concat(),
+                tier: Tier::Exact,
+                line: lines.line_of(start),
+                cursor: 0,
+            });
+        }
         if starts.len() == 1 || (hunk.replace_all && !starts.is_empty()) {
             // A str_replace call has no order among its siblings: no cursor.
             return Ok(Located {
-                text: text.replacen(old.as_str(), &with_eol(&hunk.new, eol), starts.len()),
+                text: text.replacen(old.as_str(), &new, starts.len()),
                 tier: Tier::Exact,
                 line: lines.line_of(starts[0]),
                 cursor: 0,
@@ -998,6 +1021,33 @@ mod tests {
             ..Hunk::default()
         };
         assert_eq!(apply("a\r\nb\r\n", &crlf).unwrap().0, "c\r\nd\r\n");
+        // A deleted line's content, copied without its indentation, takes the indentation
+        // with it; a replacement on the same line keeps it.
+        let delete = |old: &str, new: &str| Hunk {
+            old: old.into(),
+            new: new.into(),
+            substring: true,
+            ..Hunk::default()
+        };
+        let file = "if x:\n    raise E(\"on '%s'\" % n)\n\n\nnext()\n";
+        assert_eq!(
+            apply(file, &delete("raise E(\"on '%s'\" % n)\n\n\n", "\n\n"))
+                .unwrap()
+                .0,
+            "if x:\n\n\nnext()\n"
+        );
+        assert_eq!(
+            apply(file, &delete("raise E(\"on '%s'\" % n)\n", ""))
+                .unwrap()
+                .0,
+            "if x:\n\n\nnext()\n"
+        );
+        assert_eq!(
+            apply(file, &delete("raise E(\"on '%s'\" % n)", "pass"))
+                .unwrap()
+                .0,
+            "if x:\n    pass\n\n\nnext()\n"
+        );
     }
 
     #[test]
