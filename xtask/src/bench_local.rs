@@ -290,6 +290,10 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         }
         let identical =
             plain_text == fast_text && plain_again == plain_text && fast_again == plain_text;
+        // To study what the model wrote where speculation saved little.
+        if std::env::var_os("WRIGHT_BENCH_SHOW").is_some() {
+            eprintln!("--- {file}: {fast:?}\n{plain_text}");
+        }
         all_identical &= identical;
         plain_time += plain.decode.as_secs_f64();
         fast_time += fast.decode.as_secs_f64();

@@ -13,6 +13,7 @@ use super::constraint::{CallGrammar, Part};
 use super::generate::{Flow, Policy};
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use crate::llm::types::{Event, Message, Request, ToolCall};
+use wright_kernels::ops::argmax;
 
 const CALL_OPEN: &str = "<tool_call>";
 
@@ -250,16 +251,6 @@ impl<'a> ChatDecoder<'a> {
         }
         Ok(())
     }
-}
-
-fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, value) in logits.iter().enumerate() {
-        if *value > logits[best] {
-            best = i;
-        }
-    }
-    best as u32
 }
 
 impl Policy for ChatDecoder<'_> {

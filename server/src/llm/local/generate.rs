@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::LocalError;
 use super::model::{KvCache, Model};
+use wright_kernels::ops::argmax;
 
 /// Chooses tokens and consumes them: the chat decoder (text, tool calls, stop tokens).
 pub trait Policy {
@@ -130,17 +131,6 @@ impl DraftModel<'_> {
             self.session.tokens.push(token);
         }
     }
-}
-
-/// The index of the largest value, the first one on ties.
-fn argmax(values: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &v) in values.iter().enumerate() {
-        if v > values[best] {
-            best = i;
-        }
-    }
-    best as u32
 }
 
 /// Prefill chunk: bounds the attention scores' memory and how long a cancellation waits.
