@@ -79,19 +79,35 @@ pub struct Session {
 }
 
 impl Session {
-    /// Keeps the longest prefix of the cache shared with `tokens`, at most `limit` tokens.
-    fn keep_common_prefix(&mut self, tokens: &[u32], limit: usize) -> usize {
+    /// Brings the cache to hold exactly `tokens` (non-empty): keeps the prefix it shares with
+    /// them, but always runs the last token, whose logits it returns, with how many tokens
+    /// were reused and how many forward passes ran.
+    fn catch_up(
+        &mut self,
+        model: &Model,
+        tokens: &[u32],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(Vec<f32>, usize, usize), LocalError> {
         let common = self
             .tokens
             .iter()
             .zip(tokens)
             .take_while(|(a, b)| a == b)
             .count()
-            .min(limit)
+            .min(tokens.len() - 1)
             .min(self.cache.len());
         self.cache.truncate(common);
         self.tokens.truncate(common);
-        common
+        let (mut logits, mut passes) = (Vec::new(), 0);
+        for chunk in tokens[common..].chunks(PREFILL_CHUNK) {
+            if cancelled() {
+                return Err(LocalError::Cancelled);
+            }
+            logits = model.forward_prefill(&mut self.cache, chunk)?;
+            self.tokens.extend_from_slice(chunk);
+            passes += 1;
+        }
+        Ok((logits, common, passes))
     }
 }
 
@@ -108,14 +124,8 @@ impl DraftModel<'_> {
         if count == 0 || history.len() + count >= self.model.config.context_length {
             return Ok(Vec::new());
         }
-        // Catch up from where the cache agrees with `history` (its own rejected drafts go);
-        // the last token always runs, for its logits.
-        let common = self.session.keep_common_prefix(history, history.len() - 1);
-        let mut logits = Vec::new();
-        for chunk in history[common..].chunks(PREFILL_CHUNK) {
-            logits = self.model.forward_prefill(&mut self.session.cache, chunk)?;
-            self.session.tokens.extend_from_slice(chunk);
-        }
+        // From where the cache agrees with `history` (its own rejected drafts go).
+        let (mut logits, _, _) = self.session.catch_up(self.model, history, &|| false)?;
         let mut draft = Vec::with_capacity(count);
         loop {
             let token = argmax(&logits);
@@ -168,18 +178,9 @@ pub fn generate(
         ..Stats::default()
     };
     let started = Instant::now();
-    // Reuse the common prefix, but always run the last prompt token: its logits are needed.
-    let common = session.keep_common_prefix(prompt, prompt.len() - 1);
-    stats.reused_tokens = common;
-    let mut logits = Vec::new();
-    for chunk in prompt[common..].chunks(PREFILL_CHUNK) {
-        if cancelled() {
-            return Err(LocalError::Cancelled);
-        }
-        logits = model.forward_prefill(&mut session.cache, chunk)?;
-        session.tokens.extend_from_slice(chunk);
-        stats.forward_passes += 1;
-    }
+    let (mut logits, reused, passes) = session.catch_up(model, prompt, cancelled)?;
+    stats.reused_tokens = reused;
+    stats.forward_passes += passes;
     stats.prefill = started.elapsed();
     let decoding = Instant::now();
 
