@@ -437,6 +437,17 @@ impl RecordedRequest {
         serde_json::from_slice(&self.body).expect("the request body is JSON")
     }
 
+    /// The content of every tool result the request carries (OpenAI dialect), oldest first.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.json()["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     pub fn body_text(&self) -> &str {
         std::str::from_utf8(&self.body).expect("the request body is UTF-8")
     }

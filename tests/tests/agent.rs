@@ -484,13 +484,7 @@ fn commands_see_the_unsaved_buffers_in_a_snapshot_and_ask_before_using_the_netwo
 
 /// The last tool results the model was sent, oldest first.
 fn tool_results(provider: &ScriptedProvider) -> Vec<String> {
-    provider.requests().last().unwrap().json()["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
+    provider.requests().last().unwrap().tool_results()
 }
 
 /// "Allow always" is remembered for the session: the second command that needs the network

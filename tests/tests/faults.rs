@@ -75,15 +75,7 @@ impl Fixture {
 
     /// The content of every tool result in the last request the model got.
     fn last_tool_results(&self) -> Vec<String> {
-        let requests = self.provider.requests();
-        let messages = requests.last().unwrap().json()["messages"].clone();
-        messages
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| m["role"] == "tool")
-            .map(|m| m["content"].as_str().unwrap().to_owned())
-            .collect()
+        self.provider.requests().last().unwrap().tool_results()
     }
 }
 

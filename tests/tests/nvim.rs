@@ -159,13 +159,7 @@ fn edit_turn(id: &str, old: &str, new: &str) -> Turn {
 
 /// The tool results the model saw in request `index` (0-based) of the provider.
 fn tool_results(provider: &ScriptedProvider, index: usize) -> Vec<String> {
-    provider.requests()[index].json()["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
+    provider.requests()[index].tool_results()
 }
 
 #[test]
