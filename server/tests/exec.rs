@@ -88,6 +88,18 @@ fn session_id(stderr: &str) -> String {
         .to_owned()
 }
 
+/// What `wright exec --json` printed.
+fn json_result(out: &Output) -> Value {
+    serde_json::from_str(text(&out.stdout).trim())
+        .expect("wright exec --json prints one JSON result")
+}
+
+/// Asserts the result's `reason` says `expected`.
+fn assert_reason(result: &Value, expected: &str) {
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains(expected), "{expected:?} in {result}");
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -146,7 +158,7 @@ fn a_task_reads_edits_and_finishes_and_undo_puts_the_files_back() {
     let out = exec(&dir, Some(&provider), &["fix add in src/lib.rs", "--json"]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let result = json_result(&out);
     assert_eq!(result["status"], "done", "{result}");
     assert_eq!(result["message"], "Fixed add: it subtracted.");
     assert_eq!(result["steps"], 4);
@@ -251,7 +263,7 @@ fn a_task_on_a_python_project_reads_edits_runs_its_tests_and_finishes() {
     }
     let out = exec(&dir, Some(&provider), &["make the tests pass", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let result = json_result(&out);
     assert_eq!(result["status"], "done", "{result}");
     assert_eq!(result["filesChanged"], json!(["calc.py"]));
     assert_eq!(read(&dir, "calc.py"), "def add(a, b):\n    return a + b\n");
@@ -325,15 +337,9 @@ fn failures_end_the_run_with_a_reason() {
     provider.push(Reply::fault(Dialect::OpenAi, Fault::Unauthorized));
     let out = exec(&dir, Some(&provider), &["anything", "--json"]);
     assert_eq!(out.status.code(), Some(1));
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let result = json_result(&out);
     assert_eq!(result["status"], "failed");
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("OPENAI_API_KEY"),
-        "{result}"
-    );
+    assert_reason(&result, "OPENAI_API_KEY");
 
     // The step limit.
     let dir = setup("exec-steps");
@@ -350,14 +356,8 @@ fn failures_end_the_run_with_a_reason() {
         &["loop", "--max-steps", "2", "--json"],
     );
     assert_eq!(out.status.code(), Some(1));
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("step limit (2)"),
-        "{result}"
-    );
+    let result = json_result(&out);
+    assert_reason(&result, "step limit (2)");
     assert_eq!(provider.requests().len(), 2);
 
     // No model at all.
@@ -388,14 +388,11 @@ fn the_configured_limits_end_a_run_and_the_command_line_wins_over_the_step_limit
     }
     let out = exec(&dir, Some(&provider), &["look", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let result = json_result(&out);
     assert_eq!(result["status"], "failed", "{result}");
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("used 1100 tokens, over the session's limit of 1000"),
-        "{result}"
+    assert_reason(
+        &result,
+        "used 1100 tokens, over the session's limit of 1000",
     );
     assert_eq!(provider.requests().len(), 1);
 
@@ -411,14 +408,8 @@ fn the_configured_limits_end_a_run_and_the_command_line_wins_over_the_step_limit
         started.elapsed() < std::time::Duration::from_secs(30),
         "the deadline, not the stream's idle timeout, ended it"
     );
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("time limit of 1 s"),
-        "{result}"
-    );
+    let result = json_result(&out);
+    assert_reason(&result, "time limit of 1 s");
 
     // agent.max_steps, and --max-steps over it.
     let dir = setup("exec-configured-steps");
@@ -431,28 +422,16 @@ fn the_configured_limits_end_a_run_and_the_command_line_wins_over_the_step_limit
         ));
     }
     let out = exec(&dir, Some(&provider), &["loop", "--json"]);
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("step limit (1)"),
-        "{result}"
-    );
+    let result = json_result(&out);
+    assert_reason(&result, "step limit (1)");
     assert_eq!(provider.requests().len(), 1);
     let out = exec(
         &dir,
         Some(&provider),
         &["loop", "--max-steps", "2", "--json"],
     );
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("step limit (2)"),
-        "{result}"
-    );
+    let result = json_result(&out);
+    assert_reason(&result, "step limit (2)");
     assert_eq!(provider.requests().len(), 3);
 }
 
@@ -561,7 +540,7 @@ fn a_session_killed_midway_resumes_from_its_journal_and_undo_covers_both_runs() 
     ));
     let out = exec(&dir, Some(&provider), &["--resume", &id, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let result = json_result(&out);
     assert_eq!(result["status"], "done", "{result}");
     // The steps and tokens of the killed process count: the journal recorded them.
     assert_eq!(result["steps"], 2, "{result}");
@@ -790,7 +769,7 @@ fn ctrl_c_cancels_a_running_command_at_once_and_its_processes_die() {
     assert!(interrupted.success());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    let result: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let result = json_result(&out);
     assert_eq!(result["status"], "cancelled", "{result}");
     // Past the command's own end: it was killed, not left running.
     std::thread::sleep(std::time::Duration::from_secs(4));
@@ -824,13 +803,7 @@ fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
     );
     assert_eq!(resumed.status.code(), Some(1));
     let result: Value = serde_json::from_str(text(&resumed.stdout).trim()).unwrap();
-    assert!(
-        result["reason"]
-            .as_str()
-            .unwrap()
-            .contains("step limit (2)"),
-        "{result}"
-    );
+    assert_reason(&result, "step limit (2)");
     assert_eq!(provider.requests().len(), 2, "one step in the resumed run");
     assert_eq!(
         (&result["steps"], &result["usage"]["input"]),
