@@ -5,6 +5,8 @@
 //! so the compiler vectorises it without changing its result, and a row's result never
 //! depends on what other rows are computed with it (the crate's invariant).
 
+use crate::Width;
+
 /// Partial sums per reduction: wide enough for 512-bit vectors of `f32`.
 const LANES: usize = 16;
 
@@ -40,23 +42,28 @@ fn combine(mut partial: [f32; LANES]) -> f32 {
     partial[0]
 }
 
-/// `out = x / rms(x) · weight`.
-pub fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
-    let mean_square = dot(x, x) / x.len() as f32;
-    let factor = 1.0 / (mean_square + eps).sqrt();
-    for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
-        *o = v * factor * w;
+crate::vectorised! {
+    /// `out = x / rms(x) · weight`.
+    pub fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+        let mean_square = dot(x, x) / x.len() as f32;
+        let factor = 1.0 / (mean_square + eps).sqrt();
+        for ((o, v), w) in out.iter_mut().zip(x).zip(weight) {
+            *o = v * factor * w;
+        }
     }
 }
 
-/// The interleaved rotary embedding GGUF llama weights are laid out for: in each head, the
-/// pair `(x[2i], x[2i+1])` turns by the angle whose cosine and sine are `cos[i]`, `sin[i]`.
-pub fn rope(x: &mut [f32], head_dim: usize, cos: &[f32], sin: &[f32]) {
-    for head in x.chunks_exact_mut(head_dim) {
-        for (i, pair) in head.chunks_exact_mut(2).enumerate() {
-            let (even, odd) = (pair[0], pair[1]);
-            pair[0] = even * cos[i] - odd * sin[i];
-            pair[1] = even * sin[i] + odd * cos[i];
+crate::vectorised! {
+    /// The interleaved rotary embedding GGUF llama weights are laid out for: in each head,
+    /// the pair `(x[2i], x[2i+1])` turns by the angle whose cosine and sine are `cos[i]`,
+    /// `sin[i]`.
+    pub fn rope(x: &mut [f32], head_dim: usize, cos: &[f32], sin: &[f32]) {
+        for head in x.chunks_exact_mut(head_dim) {
+            for (i, pair) in head.chunks_exact_mut(2).enumerate() {
+                let (even, odd) = (pair[0], pair[1]);
+                pair[0] = even * cos[i] - odd * sin[i];
+                pair[1] = even * sin[i] + odd * cos[i];
+            }
         }
     }
 }
@@ -74,11 +81,11 @@ pub struct KvView<'a> {
 
 /// Causal softmax attention of consecutive rows of queries (`q`, `rows × heads × head_dim`):
 /// row `i` attends over the first `first_len + i` positions of `kv` (its own included).
-/// Query heads share key/value heads in consecutive groups; the heads of a group (up to
-/// [`MAX_SHARED`] at a time) attend together, so each key and value loaded feeds several
-/// heads' multiply-adds (grouped-query attention reads the cache once per group, not once per
-/// head). Every (row, heads) task runs in parallel, and each head computes exactly what it
-/// would alone, whatever the number of rows.
+/// Query heads share key/value heads in consecutive groups. The queries of one key/value
+/// head, over every row, attend together up to [`MAX_QUERIES`] at a time (the heads of a group,
+/// and of the next rows when the group is small), so each key and value loaded feeds several
+/// queries' multiply-adds: the cache is read once per task, not once per query. Tasks run in
+/// parallel, and each query computes exactly what it would alone, whatever the number of rows.
 pub fn attention(q: &[f32], kv: &KvView<'_>, first_len: usize, heads: usize, out: &mut [f32]) {
     let hd = kv.head_dim;
     let group = heads / kv.kv_heads;
@@ -90,54 +97,64 @@ pub fn attention(q: &[f32], kv: &KvView<'_>, first_len: usize, heads: usize, out
         first_len + rows - 1
     );
     assert_eq!(out.len(), q.len(), "one output per query value");
-    let width = float_width();
-    let chunks = group.div_ceil(MAX_SHARED);
+    let width = crate::vector_width();
+    // The queries of one key/value head, row by row, cut into tasks.
+    let per_kv_head = rows * group;
+    let tasks = per_kv_head.div_ceil(MAX_QUERIES);
     let shared = SharedOut(out.as_mut_ptr());
     let shared = &shared;
-    // Tasks run key/value head by key/value head, so the rows a thread takes in turn find
+    // Tasks run key/value head by key/value head, so the tasks a thread takes in turn find
     // that head's keys and values in its cache.
-    crate::for_each_index(kv.kv_heads * rows * chunks, |task| {
-        let (kv_head, row, chunk) = (task / (rows * chunks), task / chunks % rows, task % chunks);
-        let first = kv_head * group + chunk * MAX_SHARED;
-        let count = (group - chunk * MAX_SHARED).min(MAX_SHARED);
-        let at = (row * heads + first) * hd;
-        let len = first_len + row;
-        let queries = &q[at..at + count * hd];
-        // SAFETY: each task writes its own heads' `head_dim` values of `out`, which outlives
-        // the calls.
-        let out = unsafe { std::slice::from_raw_parts_mut(shared.0.add(at), count * hd) };
+    crate::for_each_index(kv.kv_heads * tasks, |task| {
+        let (kv_head, first) = (task / tasks, task % tasks * MAX_QUERIES);
+        let count = (per_kv_head - first).min(MAX_QUERIES);
+        let queries: [Query; MAX_QUERIES] = std::array::from_fn(|i| {
+            let n = first + i.min(count - 1);
+            let (row, head) = (n / group, kv_head * group + n % group);
+            Query {
+                at: (row * heads + head) * hd,
+                len: first_len + row,
+            }
+        });
+        let queries = &queries[..count];
+        // Rows come in order, so the last query attends furthest.
+        let len = queries[count - 1].len;
         let base = kv_head * kv.capacity * hd;
-        let keys = &kv.keys[base..base + kv.capacity * hd];
-        let values = &kv.values[base..base + len * hd];
         SCORES.with(|scores| {
             let mut scores = scores.borrow_mut();
             let room = len.next_multiple_of(SPAN);
             if scores.len() < count * room {
                 scores.resize(count * room, 0.0);
             }
-            let heads = Heads {
+            let task = Task {
                 head_dim: hd,
+                q,
+                out: shared.0,
                 queries,
-                keys,
+                keys: &kv.keys[base..base + kv.capacity * hd],
                 capacity: kv.capacity,
-                values,
-                len,
+                values: &kv.values[base..base + len * hd],
                 scores: &mut scores[..count * room],
-                out,
             };
-            match count {
-                1 => attend_heads::<1>(width, heads),
-                2 => attend_heads::<2>(width, heads),
-                3 => attend_heads::<3>(width, heads),
-                _ => attend_heads::<MAX_SHARED>(width, heads),
+            // SAFETY: each query's `head_dim` outputs belong to this task alone, and `out`
+            // outlives the calls.
+            unsafe {
+                match count {
+                    1 => attend_queries::<1>(width, task),
+                    2 => attend_queries::<2>(width, task),
+                    3 => attend_queries::<3>(width, task),
+                    4 => attend_queries::<4>(width, task),
+                    5 => attend_queries::<5>(width, task),
+                    _ => attend_queries::<MAX_QUERIES>(width, task),
+                }
             }
         });
     });
 }
 
-/// Query heads of one group attended together at most: their score accumulators (four
-/// registers each) and the four key vectors they share fit in AVX-512's 32 registers.
-const MAX_SHARED: usize = 4;
+/// Queries attended together at most: their score accumulators (four registers each) and the
+/// four key vectors they share fit in AVX-512's 32 registers.
+const MAX_QUERIES: usize = 6;
 
 /// `out` shared by the tasks, each writing its own part.
 struct SharedOut(*mut f32);
@@ -145,7 +162,7 @@ struct SharedOut(*mut f32);
 unsafe impl Sync for SharedOut {}
 
 thread_local! {
-    /// Per-thread scratch for the scores of the heads a task attends.
+    /// Per-thread scratch for the scores of the queries a task attends.
     static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -173,89 +190,90 @@ fn fold_lanes(values: &[f32], init: f32, op: impl Fn(f32, f32) -> f32) -> f32 {
     partial.into_iter().fold(init, op)
 }
 
-/// The vector width the float loops are compiled for. Their results are the same on every
-/// width (fused multiply-adds are exact to one rounding everywhere, `f32::mul_add`, and the
-/// partial sums are the same), only the speed differs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Width {
-    Avx512,
-    Avx2,
-    Portable,
+/// One query: where its `head_dim` values are in the queries (and its outputs in `out`, laid
+/// out the same), and how many positions it attends over.
+#[derive(Clone, Copy)]
+struct Query {
+    at: usize,
+    len: usize,
 }
 
-fn float_width() -> Width {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static WIDTH: std::sync::OnceLock<Width> = std::sync::OnceLock::new();
-        *WIDTH.get_or_init(|| {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                Width::Avx512
-            } else if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                Width::Avx2
-            } else {
-                Width::Portable
-            }
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    Width::Portable
-}
-
-/// `G` query heads sharing one key/value head, for one row: `queries` and `out` are
-/// `G × head_dim`, `keys` is `[head_dim][capacity]`, `values` `[len][head_dim]`, `scores`
-/// scratch of `G ×` (`len` rounded up to [`SPAN`]).
-struct Heads<'a> {
+/// Queries sharing one key/value head, in order of `len`: `keys` is `[head_dim][capacity]`,
+/// `values` `[len][head_dim]` up to the longest `len`, `scores` scratch of one `room` (the
+/// longest `len` rounded up to [`SPAN`]) per query.
+struct Task<'a> {
     head_dim: usize,
-    queries: &'a [f32],
+    q: &'a [f32],
+    out: *mut f32,
+    queries: &'a [Query],
     keys: &'a [f32],
     capacity: usize,
     values: &'a [f32],
-    len: usize,
     scores: &'a mut [f32],
-    out: &'a mut [f32],
 }
 
-/// Runs the heads on the widest vectors the CPU has: on AVX-512 the heads share each key
-/// and value loaded ([`x86::attend`]); elsewhere they run one after the other.
-fn attend_heads<const G: usize>(width: Width, heads: Heads<'_>) {
+/// A query's outputs.
+///
+/// # Safety
+/// `out` must hold `query.at + head_dim` values, and no other live reference may reach these
+/// (each query belongs to one task).
+unsafe fn output<'a>(out: *mut f32, query: Query, head_dim: usize) -> &'a mut [f32] {
+    unsafe { std::slice::from_raw_parts_mut(out.add(query.at), head_dim) }
+}
+
+/// Runs `Q` queries on the widest vectors the CPU has: on AVX-512 they share each key and
+/// value loaded ([`x86::attend`]); elsewhere they run one after the other.
+///
+/// # Safety
+/// As [`output`], for every query of `task`.
+unsafe fn attend_queries<const Q: usize>(width: Width, task: Task<'_>) {
+    assert_eq!(task.queries.len(), Q, "the task's query count");
+    for query in task.queries {
+        assert!(query.at + task.head_dim <= task.q.len(), "a query in range");
+    }
     match width {
-        // SAFETY: `float_width` checked the CPU has these features.
+        // SAFETY: `vector_width` checked the CPU has these features.
         #[cfg(target_arch = "x86_64")]
-        Width::Avx512 => unsafe { x86::attend::<G>(heads) },
+        Width::Avx512 => unsafe { x86::attend::<Q>(task) },
         #[cfg(target_arch = "x86_64")]
-        Width::Avx2 => unsafe { attend_avx2(heads) },
-        _ => attend_one_by_one(heads),
+        Width::Avx2 => unsafe { attend_avx2(task) },
+        _ => unsafe { attend_one_by_one(task) },
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn attend_avx2(heads: Heads<'_>) {
-    attend_one_by_one(heads)
+unsafe fn attend_avx2(task: Task<'_>) {
+    unsafe { attend_one_by_one(task) }
 }
 
-/// The heads one after the other, each through [`attend_head`].
+/// The queries one after the other, each through [`attend_head`].
 #[inline(always)]
-fn attend_one_by_one(heads: Heads<'_>) {
-    let Heads {
+unsafe fn attend_one_by_one(task: Task<'_>) {
+    let Task {
         head_dim: hd,
+        q,
+        out,
         queries,
         keys,
         capacity,
         values,
-        len,
         scores,
-        out,
-    } = heads;
-    let room = scores.len() / (queries.len() / hd);
-    for ((query, scores), out) in queries
-        .chunks_exact(hd)
-        .zip(scores.chunks_exact_mut(room))
-        .zip(out.chunks_exact_mut(hd))
-    {
-        attend_head(query, keys, capacity, values, len, scores, out);
+    } = task;
+    let room = scores.len() / queries.len();
+    for (&query, scores) in queries.iter().zip(scores.chunks_exact_mut(room)) {
+        let Query { at, len } = query;
+        // SAFETY: as the caller's.
+        let out = unsafe { output(out, query, hd) };
+        attend_head(
+            &q[at..at + hd],
+            keys,
+            capacity,
+            &values[..len * hd],
+            len,
+            scores,
+            out,
+        );
     }
 }
 
@@ -356,48 +374,57 @@ fn multiply_add(acc: &mut [f32; LANES], x: f32, y: &[f32; LANES]) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    //! Grouped-query attention on AVX-512: the heads of a group score and sum together, each
-    //! key and value vector loaded once for all of them. Written with intrinsics because the
-    //! compiler does not keep `G × 4` accumulators in registers on its own. Each lane's
-    //! operations are those of [`super::attend_head`], in the same order.
+    //! Attention on AVX-512 for the queries sharing a key/value head (the heads of a group,
+    //! over one or more rows): they score and sum together, each key and value vector loaded
+    //! once for all of them. Written with intrinsics because the compiler does not keep
+    //! `Q × 4` accumulators in registers on its own. Each lane's operations are those of
+    //! [`super::attend_head`], in the same order.
 
     use std::arch::x86_64::*;
 
-    use super::{DIMS, Heads, LANES, SPAN, softmax, weighted_sum_tail};
+    use super::{DIMS, LANES, Query, SPAN, Task, output, softmax, weighted_sum_tail};
 
+    /// # Safety
+    /// The CPU must have AVX-512F, and the task's outputs be as [`super::output`] requires.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn attend<const G: usize>(heads: Heads<'_>) {
-        let Heads {
+    pub(super) unsafe fn attend<const Q: usize>(task: Task<'_>) {
+        let Task {
             head_dim: hd,
+            q,
+            out,
             queries,
             keys,
             capacity,
             values,
-            len,
             scores,
-            out,
-        } = heads;
-        let room = scores.len() / G;
+        } = task;
+        let queries: &[Query; Q] = queries.try_into().expect("Q queries");
+        let room = scores.len() / Q;
         let scale = 1.0 / (hd as f32).sqrt();
-        assert!(keys.len() >= (hd - 1) * capacity + len.next_multiple_of(SPAN));
-        assert!(values.len() >= len * hd && out.len() == G * hd && room >= len);
-        for start in (0..len).step_by(SPAN) {
-            let mut acc = [[_mm512_setzero_ps(); SPAN / LANES]; G];
+        let longest = queries.iter().map(|q| q.len).max().unwrap_or(0);
+        let shortest = queries.iter().map(|q| q.len).min().unwrap_or(0);
+        assert!(keys.len() >= (hd - 1) * capacity + longest.next_multiple_of(SPAN));
+        assert!(values.len() >= longest * hd && room >= longest);
+        assert!(queries.iter().all(|query| query.at + hd <= q.len()));
+        // The scores of every query over the longest span; each query's own stop at its
+        // `len` and the rest of its room is never read.
+        for start in (0..longest).step_by(SPAN) {
+            let mut acc = [[_mm512_setzero_ps(); SPAN / LANES]; Q];
             for d in 0..hd {
                 // SAFETY: `start + SPAN ≤ capacity` (asserted above), so the span is in `keys`.
                 let at = unsafe { keys.as_ptr().add(d * capacity + start) };
                 let k: [__m512; SPAN / LANES] =
                     std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
-                for (h, acc) in acc.iter_mut().enumerate() {
-                    let q = _mm512_set1_ps(queries[h * hd + d]);
+                for (query, acc) in queries.iter().zip(&mut acc) {
+                    let q = _mm512_set1_ps(q[query.at + d]);
                     for (acc, k) in acc.iter_mut().zip(k) {
                         *acc = _mm512_fmadd_ps(q, k, *acc);
                     }
                 }
             }
             let scale = _mm512_set1_ps(scale);
-            for (h, acc) in acc.iter().enumerate() {
-                let span = &mut scores[h * room + start..h * room + start + SPAN];
+            for (i, acc) in acc.iter().enumerate() {
+                let span = &mut scores[i * room + start..i * room + start + SPAN];
                 for (c, acc) in acc.iter().enumerate() {
                     // SAFETY: `span` holds `SPAN` values.
                     unsafe {
@@ -409,38 +436,56 @@ mod x86 {
                 }
             }
         }
-        for h in 0..G {
-            softmax(&mut scores[h * room..h * room + len]);
+        for (i, query) in queries.iter().enumerate() {
+            softmax(&mut scores[i * room..i * room + query.len]);
         }
         for start in (0..hd).step_by(DIMS) {
             if hd - start >= DIMS {
-                let mut acc = [[_mm512_setzero_ps(); DIMS / LANES]; G];
-                for p in 0..len {
-                    // SAFETY: `p < len` and `start + DIMS ≤ hd`, so the row is in `values`.
-                    let at = unsafe { values.as_ptr().add(p * hd + start) };
-                    let v: [__m512; DIMS / LANES] =
-                        std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
-                    for (h, acc) in acc.iter_mut().enumerate() {
-                        let w = _mm512_set1_ps(scores[h * room + p]);
-                        for (acc, v) in acc.iter_mut().zip(v) {
-                            *acc = _mm512_fmadd_ps(w, v, *acc);
+                let mut acc = [[_mm512_setzero_ps(); DIMS / LANES]; Q];
+                // Adds position `p`'s value, weighted, for the queries `attends` picks.
+                macro_rules! add_position {
+                    ($p:expr, $attends:expr) => {{
+                        let p = $p;
+                        // SAFETY: `p < longest` and `start + DIMS ≤ hd`, so the row is in
+                        // `values`.
+                        let at = unsafe { values.as_ptr().add(p * hd + start) };
+                        let v: [__m512; DIMS / LANES] =
+                            std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
+                        for (i, (query, acc)) in queries.iter().zip(&mut acc).enumerate() {
+                            if $attends(query) {
+                                let w = _mm512_set1_ps(scores[i * room + p]);
+                                for (acc, v) in acc.iter_mut().zip(v) {
+                                    *acc = _mm512_fmadd_ps(w, v, *acc);
+                                }
+                            }
                         }
-                    }
+                    }};
                 }
-                for (h, acc) in acc.iter().enumerate() {
+                // The positions every query attends, then those only the later rows do: each
+                // query still adds its positions in order.
+                for p in 0..shortest {
+                    add_position!(p, |_: &Query| true);
+                }
+                for p in shortest..longest {
+                    add_position!(p, |query: &Query| p < query.len);
+                }
+                for (query, acc) in queries.iter().zip(&acc) {
+                    // SAFETY: as the caller's.
+                    let out = unsafe { output(out, *query, hd) };
                     for (c, acc) in acc.iter().enumerate() {
-                        let at = h * hd + start + c * LANES;
-                        // SAFETY: `at + LANES ≤ G × hd = out.len()`.
+                        let at = start + c * LANES;
+                        // SAFETY: `at + LANES ≤ hd = out.len()`.
                         unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(at), *acc) };
                     }
                 }
             } else {
-                for h in 0..G {
+                for (i, query) in queries.iter().enumerate() {
                     weighted_sum_tail(
-                        &scores[h * room..h * room + len],
+                        &scores[i * room..i * room + query.len],
                         values,
                         start,
-                        &mut out[h * hd..(h + 1) * hd],
+                        // SAFETY: as the caller's.
+                        unsafe { output(out, *query, hd) },
                     );
                 }
             }
@@ -466,7 +511,11 @@ pub fn argmax(values: &[f32]) -> u32 {
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
-    let n = crate::round_to_even(x * std::f32::consts::LOG2_E);
+    // `n` rounded to even, and as an integer from the shifted float's bits (a saturating
+    // `as i32` would not vectorise).
+    let shifted = x * std::f32::consts::LOG2_E + crate::ROUNDING_SHIFT;
+    let n = shifted - crate::ROUNDING_SHIFT;
+    let whole = (shifted.to_bits() as i32).wrapping_sub(crate::ROUNDING_SHIFT.to_bits() as i32);
     // ln 2 in two parts, so `n · ln 2` is subtracted without losing r's low bits.
     let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
     let p = 1.0
@@ -474,20 +523,24 @@ pub fn exp(x: f32) -> f32 {
             + r * (0.5
                 + r * (0.166_666_67
                     + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_889)))));
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    p * f32::from_bits(((whole + 127) as u32) << 23)
 }
 
-/// SwiGLU: `gate = silu(gate) · up`.
-pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
-    for (g, u) in gate.iter_mut().zip(up) {
-        *g = *g / (1.0 + exp(-*g)) * u;
+crate::vectorised! {
+    /// SwiGLU: `gate = silu(gate) · up`.
+    pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
+        for (g, u) in gate.iter_mut().zip(up) {
+            *g = *g / (1.0 + exp(-*g)) * u;
+        }
     }
 }
 
-/// `x += y`.
-pub fn add(x: &mut [f32], y: &[f32]) {
-    for (a, b) in x.iter_mut().zip(y) {
-        *a += b;
+crate::vectorised! {
+    /// `x += y`.
+    pub fn add(x: &mut [f32], y: &[f32]) {
+        for (a, b) in x.iter_mut().zip(y) {
+            *a += b;
+        }
     }
 }
 
@@ -630,56 +683,91 @@ mod tests {
     }
 
     #[test]
-    fn every_vector_width_and_every_grouping_gives_each_head_the_same_bits() {
-        let (hd, len): (usize, usize) = (64, 150);
+    fn every_vector_width_and_every_grouping_gives_each_query_the_same_bits() {
+        let (hd, longest): (usize, usize) = (64, 150);
         let value = |i: usize| ((i * 53 % 211) as f32 / 100.0) - 1.0;
-        let capacity = len.next_multiple_of(SPAN);
+        let capacity = longest.next_multiple_of(SPAN);
         let keys: Vec<f32> = (0..hd * capacity).map(value).collect();
-        let values: Vec<f32> = (0..len * hd).map(|i| value(i + 7)).collect();
-        let queries: Vec<f32> = (0..3 * hd).map(|i| value(i + 3)).collect();
-        // The three heads attended together, or the first `G` of them.
-        fn run<const G: usize>(width: Width, queries: &[f32], kv: (&[f32], &[f32])) -> Vec<u32> {
-            let (hd, capacity) = (queries.len() / G, kv.0.len() / (queries.len() / G));
-            let len = kv.1.len() / hd;
-            let (mut scores, mut out) = (vec![0.0; G * capacity], vec![0.0; G * hd]);
-            let heads = Heads {
+        let values: Vec<f32> = (0..longest * hd).map(|i| value(i + 7)).collect();
+        // Six queries over one key/value head, attending over different lengths as the rows
+        // of a verification pass do (three heads of two rows).
+        let q: Vec<f32> = (0..6 * hd).map(|i| value(i + 3)).collect();
+        let lens = [
+            longest - 1,
+            longest - 1,
+            longest - 1,
+            longest,
+            longest,
+            longest,
+        ];
+        let run = |width: Width, picked: &[usize]| -> Vec<u32> {
+            let queries: Vec<Query> = picked
+                .iter()
+                .map(|&i| Query {
+                    at: i * hd,
+                    len: lens[i],
+                })
+                .collect();
+            let len = queries.iter().map(|q| q.len).max().unwrap();
+            let mut scores = vec![0.0; picked.len() * capacity];
+            let mut out = vec![0.0; q.len()];
+            let task = Task {
                 head_dim: hd,
-                queries,
-                keys: kv.0,
+                q: &q,
+                out: out.as_mut_ptr(),
+                queries: &queries,
+                keys: &keys,
                 capacity,
-                values: kv.1,
-                len,
+                values: &values[..len * hd],
                 scores: &mut scores,
-                out: &mut out,
             };
-            attend_heads::<G>(width, heads);
-            out.iter().map(|v| v.to_bits()).collect()
+            // SAFETY: `out` holds every query's outputs and nothing else refers to it.
+            unsafe {
+                match picked.len() {
+                    1 => attend_queries::<1>(width, task),
+                    3 => attend_queries::<3>(width, task),
+                    _ => attend_queries::<6>(width, task),
+                }
+            }
+            picked
+                .iter()
+                .flat_map(|&i| out[i * hd..(i + 1) * hd].iter().map(|v| v.to_bits()))
+                .collect()
+        };
+        let all = [0, 1, 2, 3, 4, 5];
+        let together = run(Width::Portable, &all);
+        for i in all {
+            let alone = run(Width::Portable, &[i]);
+            assert_eq!(alone, together[i * hd..(i + 1) * hd], "query {i}");
         }
-        let kv = (keys.as_slice(), values.as_slice());
-        let together = run::<3>(Width::Portable, &queries, kv);
-        for h in 0..3 {
-            let alone = run::<1>(Width::Portable, &queries[h * hd..(h + 1) * hd], kv);
-            assert_eq!(alone, together[h * hd..(h + 1) * hd], "head {h}");
-        }
+        let mut widths = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
-                assert_eq!(run::<3>(Width::Avx512, &queries, kv), together);
-                assert_eq!(run::<1>(Width::Avx512, &queries[..hd], kv), together[..hd]);
+                widths.push(Width::Avx512);
             }
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
-                assert_eq!(run::<3>(Width::Avx2, &queries, kv), together);
+                widths.push(Width::Avx2);
             }
+        }
+        for width in widths {
+            assert_eq!(run(width, &all), together, "{width:?}, six at once");
+            assert_eq!(
+                run(width, &[2, 3, 4]),
+                together[2 * hd..5 * hd],
+                "{width:?}, three"
+            );
+            assert_eq!(run(width, &[5]), together[5 * hd..], "{width:?}, alone");
         }
     }
 
     #[test]
-    fn a_group_wider_than_the_heads_shared_at_once_is_split_exactly() {
-        // Six query heads on one key/value head (chunks of four and two), against the same
-        // six heads each given its own copy of the keys and values.
-        let (hd, heads, len) = (16, 6, 40);
+    fn a_group_wider_than_the_queries_shared_at_once_is_split_exactly() {
+        // Eight query heads on one key/value head (tasks of six and two), against the same
+        // eight heads each given its own copy of the keys and values.
+        let (hd, heads, len) = (16, 8, 40);
         let value = |i: usize| ((i * 41 % 89) as f32 / 30.0) - 1.0;
         let keys: Vec<f32> = (0..hd * SPAN).map(value).collect();
         let values: Vec<f32> = (0..SPAN * hd).map(|i| value(i + 13)).collect();

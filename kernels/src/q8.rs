@@ -89,15 +89,50 @@ impl Isa {
     }
 }
 
-/// Quantizes 32 values: the scale maps the largest magnitude to 127.
+/// Quantizes 32 values: the scale maps the largest magnitude to 127. Written so it vectorises:
+/// the largest magnitude is found lane by lane (the maximum does not depend on the order), and
+/// the integer is read from the bits of the rounded value (see [`crate::ROUNDING_SHIFT`])
+/// instead of through a saturating float-to-integer conversion, which does not vectorise.
+#[inline(always)]
 fn quantize_block(values: &[f32], quants: &mut [i8]) -> f32 {
-    let max = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let values: &[f32; BLOCK] = values.try_into().expect("a block of values");
+    let mut lanes = [0f32; 16];
+    for chunk in values.chunks_exact(16) {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            let magnitude = v.abs();
+            // Not `f32::max`, whose NaN rule keeps it from vectorising; a NaN is skipped
+            // either way.
+            if magnitude > *lane {
+                *lane = magnitude;
+            }
+        }
+    }
+    let max = lanes.into_iter().fold(0f32, f32::max);
     let scale = max / 127.0;
     let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
     for (q, v) in quants.iter_mut().zip(values) {
-        *q = crate::round_to_even(v * inverse).clamp(-127.0, 127.0) as i8;
+        // Clamped to ±127 first, then rounded: the same integer as rounding first.
+        let shifted = (v * inverse).clamp(-127.0, 127.0) + crate::ROUNDING_SHIFT;
+        *q = (shifted.to_bits() as i32 - crate::ROUNDING_SHIFT.to_bits() as i32) as i8;
     }
     scale
+}
+
+crate::vectorised! {
+    /// Quantizes activations block by block, with the offset copy VNNI multiplies.
+    fn quantize_rows(x: &[f32], quants: &mut [i8], offset: &mut [u8], scales: &mut [f32]) {
+        for (((values, quants), offset), scale) in x
+            .chunks_exact(BLOCK)
+            .zip(quants.chunks_exact_mut(BLOCK))
+            .zip(offset.chunks_exact_mut(BLOCK))
+            .zip(scales.iter_mut())
+        {
+            *scale = quantize_block(values, quants);
+            for (offset, &q) in offset.iter_mut().zip(quants.iter()) {
+                *offset = q as u8 ^ 0x80;
+            }
+        }
+    }
 }
 
 /// A `rows × cols` matrix of Q8_0 weights; the product computes `x · Wᵀ`.
@@ -282,16 +317,8 @@ impl Q8Rows {
         self.cols = cols;
         self.quants.resize(rows * cols, 0);
         self.scales.resize(rows * cols / BLOCK, 0.0);
-        for ((values, quants), scale) in x
-            .chunks_exact(BLOCK)
-            .zip(self.quants.chunks_exact_mut(BLOCK))
-            .zip(self.scales.iter_mut())
-        {
-            *scale = quantize_block(values, quants);
-        }
-        self.offset.clear();
-        self.offset
-            .extend(self.quants.iter().map(|&q| q as u8 ^ 0x80));
+        self.offset.resize(rows * cols, 0);
+        quantize_rows(x, &mut self.quants, &mut self.offset, &mut self.scales);
     }
 
     fn row(&self, row: usize) -> Row<'_> {

@@ -418,7 +418,8 @@ impl Model {
         }
         let offset = cache.len;
         self.reserve(cache, offset + tokens.len())?;
-        let logits = self.forward_inner(cache, tokens, offset, all_logits);
+        let logits =
+            wright_kernels::on_workers(|| self.forward_inner(cache, tokens, offset, all_logits));
         cache.len = offset + tokens.len();
         Ok(logits)
     }
