@@ -68,6 +68,71 @@ crate::vectorised! {
     }
 }
 
+/// [`rms_norm`] of each row of `x` (rows of `weight.len()` values) into the same row of `out`.
+pub fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let dim = weight.len();
+    for (x, out) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+        rms_norm(x, weight, eps, out);
+    }
+}
+
+/// The rotary embedding of rows of queries and keys at consecutive positions from `first`
+/// (`cos` and `sin` hold `head_dim / 2` values per position), then each row's key and value
+/// written into one layer's cache at its position. The cache's layouts are [`KvView`]'s.
+pub fn rotate_and_cache(rows: RowsToCache<'_>, cache: KvViewMut<'_>) {
+    let RowsToCache {
+        q,
+        k,
+        v,
+        first,
+        cos,
+        sin,
+    } = rows;
+    let hd = cache.head_dim;
+    let half = hd / 2;
+    let kv_dim = cache.kv_heads * hd;
+    let count = k.len() / kv_dim;
+    let dim = q.len() / count;
+    for i in 0..count {
+        let position = first + i;
+        let (cos, sin) = (
+            &cos[position * half..(position + 1) * half],
+            &sin[position * half..(position + 1) * half],
+        );
+        rope(&mut q[i * dim..(i + 1) * dim], hd, cos, sin);
+        let k = &mut k[i * kv_dim..(i + 1) * kv_dim];
+        rope(k, hd, cos, sin);
+        for head in 0..cache.kv_heads {
+            let from = i * kv_dim + head * hd;
+            for (d, &key) in k[head * hd..(head + 1) * hd].iter().enumerate() {
+                cache.keys[(head * hd + d) * cache.capacity + position] = key;
+            }
+            let at = (head * cache.capacity + position) * hd;
+            cache.values[at..at + hd].copy_from_slice(&v[from..from + hd]);
+        }
+    }
+}
+
+/// The rows [`rotate_and_cache`] takes: `q` (`rows × heads × head_dim`), `k` and `v`
+/// (`rows × kv_heads × head_dim`), at positions from `first`, with the rotary tables.
+pub struct RowsToCache<'a> {
+    pub q: &'a mut [f32],
+    pub k: &'a mut [f32],
+    pub v: &'a [f32],
+    pub first: usize,
+    pub cos: &'a [f32],
+    pub sin: &'a [f32],
+}
+
+/// [`KvView`], writable.
+pub struct KvViewMut<'a> {
+    pub keys: &'a mut [f32],
+    pub values: &'a mut [f32],
+    pub capacity: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+}
+
 /// Where one layer's keys and values are: keys transposed, `[kv_head][head_dim][capacity]`
 /// (a query's scores for sixteen positions are then sixteen adjacent lanes), values
 /// `[kv_head][capacity][head_dim]`.

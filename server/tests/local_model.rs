@@ -173,8 +173,8 @@ fn a_pass_over_several_tokens_gives_each_the_logits_of_single_steps_bit_for_bit(
     for (i, &token) in batch.iter().enumerate() {
         let alone = model.model.forward_rows(&mut cache, &[token]).unwrap();
         assert_eq!(
-            bits(&alone[0]),
-            bits(&together[i]),
+            bits(alone.row(0)),
+            bits(together.row(i)),
             "token {i} of the batch"
         );
     }

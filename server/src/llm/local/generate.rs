@@ -136,8 +136,7 @@ impl DraftModel<'_> {
             logits = self
                 .model
                 .forward_rows(&mut self.session.cache, &[token])?
-                .pop()
-                .unwrap_or_default();
+                .into_row(0);
             self.session.tokens.push(token);
         }
     }
@@ -242,7 +241,7 @@ pub fn generate(
         let mut kept = 0;
         let mut stop = false;
         for (i, drafted) in draft.iter().enumerate() {
-            let choice = policy.choose(&rows[i])?;
+            let choice = policy.choose(rows.row(i))?;
             if choice != *drafted {
                 next = Some(choice);
                 break;
@@ -270,7 +269,7 @@ pub fn generate(
             break;
         }
         if next.is_none() {
-            logits = rows.into_iter().nth(kept).unwrap_or_default();
+            logits = rows.into_row(kept);
         }
     }
     stats.decode = decoding.elapsed();
@@ -278,34 +277,24 @@ pub fn generate(
 }
 
 /// How long the next draft may be. A verification pass shares its weight loads among its
-/// rows, but each row still costs its own arithmetic and attention (about a quarter of a
+/// rows, but each row still costs its own arithmetic and attention (about an eighth of a
 /// single-token pass, `docs/benchmarks.md`), so drafts grow while they are accepted and shrink
-/// when they are not; after a rejected one-token draft, drafting pauses for a few tokens.
-/// This changes only speed, never the output.
+/// when they are not, down to one token: at that price even a draft accepted one time in
+/// five pays for itself. This changes only speed, never the output.
 struct Pacing {
     max: usize,
     length: usize,
-    /// Tokens to decode without drafting.
-    pause: usize,
 }
-
-/// Tokens decoded without drafts after a rejected one-token draft.
-const DRAFT_PAUSE: usize = 8;
 
 impl Pacing {
     fn new(max: usize) -> Self {
         Self {
             max,
             length: max.min(4),
-            pause: 0,
         }
     }
 
-    fn length(&mut self) -> usize {
-        if self.pause > 0 {
-            self.pause -= 1;
-            return 0;
-        }
+    fn length(&self) -> usize {
         self.length
     }
 
@@ -313,16 +302,13 @@ impl Pacing {
         if drafted == 0 {
             return;
         }
-        if kept == drafted {
-            self.length = (self.length * 2).min(self.max);
+        self.length = if kept == drafted {
+            (self.length * 2).min(self.max)
         } else if kept == 0 {
-            if self.length == 1 {
-                self.pause = DRAFT_PAUSE;
-            }
-            self.length = (self.length / 2).max(1);
+            (self.length / 2).max(1)
         } else {
-            self.length = kept.clamp(1, self.max);
-        }
+            kept.clamp(1, self.max)
+        };
     }
 }
 
@@ -361,9 +347,10 @@ fn looping(output: &[u32]) -> Option<usize> {
     })
 }
 
-/// Shortest suffix of the text so far that is looked up in the text itself: shorter ones
-/// (a newline, an indent) recur everywhere and would draft noise.
-const MIN_SELF_NGRAM: usize = 3;
+/// Shortest suffix of the text so far that is looked up in the text itself. A single token
+/// (a newline, an indent) recurs everywhere and drafts noise; two already find the repeats
+/// of a model writing the same line again, and a wrong draft costs little (see [`Pacing`]).
+const MIN_SELF_NGRAM: usize = 2;
 
 /// Where the output is expected to continue from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -484,7 +471,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn drafts_grow_while_accepted_and_pause_after_rejections() {
+    fn drafts_grow_while_accepted_and_shrink_to_one_token_when_rejected() {
         let mut pacing = Pacing::new(16);
         assert_eq!(pacing.length(), 4);
         pacing.update(4, 4);
@@ -497,9 +484,10 @@ mod tests {
         pacing.update(3, 0);
         assert_eq!(pacing.length(), 1);
         pacing.update(1, 0);
-        assert_eq!((0..DRAFT_PAUSE).map(|_| pacing.length()).sum::<usize>(), 0);
         assert_eq!(pacing.length(), 1);
-        let mut off = Pacing::new(0);
+        pacing.update(1, 1);
+        assert_eq!(pacing.length(), 2);
+        let off = Pacing::new(0);
         assert_eq!(off.length(), 0);
     }
 
@@ -567,15 +555,19 @@ mod tests {
             drafter.observe(&history);
         }
         assert_eq!(drafter.draft(&history, settings, 10), Vec::<u32>::new());
-        // A short loop runs on into the draft; suffixes shorter than three tokens are noise.
+        // A short loop runs on into the draft; a single token is noise.
         let mut looping = Drafter::new(&[]);
         assert_eq!(
             looping.draft(&[0, 5, 6, 5, 6, 5], settings, 10),
             vec![6, 5, 6, 5, 6, 5]
         );
         assert_eq!(
-            Drafter::new(&[]).draft(&[1, 2, 7, 1, 2], settings, 10),
+            Drafter::new(&[]).draft(&[1, 2, 7, 1], settings, 10),
             Vec::<u32>::new()
+        );
+        assert_eq!(
+            Drafter::new(&[]).draft(&[1, 2, 7, 1, 2], settings, 3),
+            vec![7, 1, 2]
         );
         // The source is followed first.
         let source = [2, 3, 4, 70, 71];

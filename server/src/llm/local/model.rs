@@ -77,6 +77,32 @@ pub struct Model {
     sin: Vec<f32>,
 }
 
+/// The logits of consecutive rows, one vocabulary's worth each, in one buffer (a verification
+/// pass's sixteen rows are 3 MB: copied out row by row they cost a memory pass of their own).
+pub struct Logits {
+    values: Vec<f32>,
+    vocab: usize,
+}
+
+impl Logits {
+    /// Row `i`'s logits; empty past the last row.
+    pub fn row(&self, i: usize) -> &[f32] {
+        self.values
+            .get(i * self.vocab..(i + 1) * self.vocab)
+            .unwrap_or_default()
+    }
+
+    /// Row `i`'s logits, taking the buffer when it is the first row.
+    pub fn into_row(mut self, i: usize) -> Vec<f32> {
+        if i == 0 {
+            self.values.truncate(self.vocab);
+            self.values
+        } else {
+            self.row(i).to_vec()
+        }
+    }
+}
+
 /// Keys and values of the positions seen so far, per layer, in buffers with room to grow.
 /// Truncating it ([`KvCache::truncate`]) forgets the last positions: the rollback after
 /// rejected draft tokens.
@@ -383,18 +409,13 @@ impl Model {
         cache: &mut KvCache,
         tokens: &[u32],
     ) -> Result<Vec<f32>, LocalError> {
-        let logits = self.forward(cache, tokens, false)?;
-        Ok(logits.into_iter().next().unwrap_or_default())
+        Ok(self.forward(cache, tokens, false)?.into_row(0))
     }
 
     /// Runs `tokens` at the end of `cache` and returns the logits of every one of them, each
     /// bit-identical to what feeding the tokens one at a time would give (see the module
     /// documentation). One token is the ordinary decoding step.
-    pub fn forward_rows(
-        &self,
-        cache: &mut KvCache,
-        tokens: &[u32],
-    ) -> Result<Vec<Vec<f32>>, LocalError> {
+    pub fn forward_rows(&self, cache: &mut KvCache, tokens: &[u32]) -> Result<Logits, LocalError> {
         self.forward(cache, tokens, true)
     }
 
@@ -403,9 +424,12 @@ impl Model {
         cache: &mut KvCache,
         tokens: &[u32],
         all_logits: bool,
-    ) -> Result<Vec<Vec<f32>>, LocalError> {
+    ) -> Result<Logits, LocalError> {
         if tokens.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Logits {
+                values: Vec::new(),
+                vocab: self.config.vocab_size,
+            });
         }
         if let Some(&token) = tokens
             .iter()
@@ -430,12 +454,11 @@ impl Model {
         tokens: &[u32],
         offset: usize,
         all_logits: bool,
-    ) -> Vec<Vec<f32>> {
+    ) -> Logits {
         let c = &self.config;
         let (m, dim, hd) = (tokens.len(), c.dim, c.head_dim);
         let kv_dim = c.kv_heads * hd;
         let ffn = self.layers.first().map_or(0, |l| l.w_up.rows());
-        let half = hd / 2;
         let eps = c.norm_eps as f32;
         let capacity = cache.capacity;
 
@@ -453,30 +476,28 @@ impl Model {
         let mut quantized = Q8Rows::new();
 
         for (layer, (keys, values)) in self.layers.iter().zip(&mut cache.layers) {
-            for (x, h) in x.chunks_exact(dim).zip(h.chunks_exact_mut(dim)) {
-                ops::rms_norm(x, &layer.attn_norm, eps, h);
-            }
+            ops::rms_norm_rows(&x, &layer.attn_norm, eps, &mut h);
             quantized.quantize(&h, m, dim);
             layer.wq.matmul(&quantized, &mut q);
             layer.wk.matmul(&quantized, &mut k);
             layer.wv.matmul(&quantized, &mut v);
-            for i in 0..m {
-                let position = offset + i;
-                let (cos, sin) = (
-                    &self.cos[position * half..(position + 1) * half],
-                    &self.sin[position * half..(position + 1) * half],
-                );
-                ops::rope(&mut q[i * dim..(i + 1) * dim], hd, cos, sin);
-                ops::rope(&mut k[i * kv_dim..(i + 1) * kv_dim], hd, cos, sin);
-                for head in 0..c.kv_heads {
-                    let from = i * kv_dim + head * hd;
-                    for (d, &key) in k[from..from + hd].iter().enumerate() {
-                        keys[(head * hd + d) * capacity + position] = key;
-                    }
-                    let at = (head * capacity + position) * hd;
-                    values[at..at + hd].copy_from_slice(&v[from..from + hd]);
-                }
-            }
+            ops::rotate_and_cache(
+                ops::RowsToCache {
+                    q: &mut q,
+                    k: &mut k,
+                    v: &v,
+                    first: offset,
+                    cos: &self.cos,
+                    sin: &self.sin,
+                },
+                ops::KvViewMut {
+                    keys,
+                    values,
+                    capacity,
+                    kv_heads: c.kv_heads,
+                    head_dim: hd,
+                },
+            );
             let view = KvView {
                 keys,
                 values,
@@ -488,9 +509,7 @@ impl Model {
             quantized.quantize(&attended, m, dim);
             layer.wo.matmul(&quantized, &mut h);
             ops::add(&mut x, &h);
-            for (x, h) in x.chunks_exact(dim).zip(h.chunks_exact_mut(dim)) {
-                ops::rms_norm(x, &layer.ffn_norm, eps, h);
-            }
+            ops::rms_norm_rows(&x, &layer.ffn_norm, eps, &mut h);
             quantized.quantize(&h, m, dim);
             layer.w_gate.matmul(&quantized, &mut gate);
             layer.w_up.matmul(&quantized, &mut up);
@@ -501,19 +520,19 @@ impl Model {
         }
         let first = if all_logits { 0 } else { m - 1 };
         let rows = m - first;
-        for (x, h) in x[first * dim..]
-            .chunks_exact(dim)
-            .zip(h.chunks_exact_mut(dim))
-        {
-            ops::rms_norm(x, &self.final_norm, eps, h);
-        }
+        ops::rms_norm_rows(
+            &x[first * dim..],
+            &self.final_norm,
+            eps,
+            &mut h[..rows * dim],
+        );
         quantized.quantize(&h[..rows * dim], rows, dim);
         let output = self.output.as_ref().unwrap_or(&self.embedding);
-        let mut logits = vec![0f32; rows * c.vocab_size];
-        output.matmul(&quantized, &mut logits);
-        logits
-            .chunks_exact(c.vocab_size)
-            .map(<[f32]>::to_vec)
-            .collect()
+        let mut values = vec![0f32; rows * c.vocab_size];
+        output.matmul(&quantized, &mut values);
+        Logits {
+            values,
+            vocab: c.vocab_size,
+        }
     }
 }
