@@ -245,9 +245,18 @@ impl Q8Matrix {
                 while first < x.rows {
                     let n = (x.rows - first).min(ROWS_AT_ONCE);
                     let mut lanes = [[[0f32; TILE]; ROWS_AT_ONCE]; 4];
+                    // The first pass over a panel also fetches the next one into the cache,
+                    // so its weights arrive from memory while this one is computed.
+                    let next = if first == 0 {
+                        let from = ((group + count) * self.blocks).min(self.tiles.len());
+                        &self.tiles[from..(from + count * self.blocks).min(self.tiles.len())]
+                    } else {
+                        &[]
+                    };
                     let panel = Panel {
                         tiles: &self.tiles[group * self.blocks..(group + count) * self.blocks],
                         blocks: self.blocks,
+                        next,
                     };
                     match (count, n) {
                         (4, 1) => panel_product::<4, 1>(isa, panel, x, first, &mut lanes),
@@ -345,6 +354,8 @@ struct Row<'a> {
 struct Panel<'a> {
     tiles: &'a [Tile],
     blocks: usize,
+    /// Tiles to prefetch, `[group][block]` like `tiles` (possibly fewer groups, or none).
+    next: &'a [Tile],
 }
 
 impl Panel<'_> {
@@ -412,7 +423,7 @@ fn panel_portable<const G: usize, const R: usize>(
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{BLOCK, Lanes, Panel, QUADS, Row, TILE};
+    use super::{BLOCK, Lanes, Panel, QUADS, Row, TILE, Tile};
 
     #[target_feature(enable = "avx512f,avx512vnni")]
     pub(super) unsafe fn panel_vnni<const G: usize, const R: usize>(
@@ -421,7 +432,15 @@ mod x86 {
         out: &mut Lanes,
     ) {
         let mut acc = [[_mm512_setzero_ps(); R]; G];
+        let ahead = panel.next.len() / panel.blocks;
         for block in 0..panel.blocks {
+            for g in 0..ahead.min(G) {
+                let tile = (&panel.next[g * panel.blocks + block] as *const Tile).cast::<i8>();
+                for line in 0..size_of::<Tile>() / 64 {
+                    // SAFETY: a prefetch of bytes inside an in-bounds tile.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(tile.add(line * 64)) };
+                }
+            }
             let mut sums = [[_mm512_setzero_si512(); R]; G];
             for quad in 0..QUADS {
                 // SAFETY (loads below): a quad of a tile is 64 in-bounds bytes; an activation
