@@ -270,7 +270,8 @@ pub struct AgentCancelResult {
     pub cancelled: bool,
 }
 
-/// `wright/sessions`: the sessions of this server, oldest first.
+/// `wright/sessions`: the sessions journaled on the workspace folders by earlier servers, then
+/// this server's, oldest first.
 pub enum Sessions {}
 
 impl Request for Sessions {
@@ -298,8 +299,8 @@ pub struct SessionInfo {
     pub steps: u32,
     /// Workspace-relative paths of the files its edits changed.
     pub files_changed: Vec<String>,
-    /// Edits of this server's run still applied: the checkpoints `wright/undo` can go back to
-    /// are 0 to this.
+    /// Edits of the session still applied, whichever server applied them: the checkpoints
+    /// `wright/undo` can go back to are 0 to this.
     pub checkpoints: u32,
 }
 

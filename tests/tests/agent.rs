@@ -831,6 +831,66 @@ fn undo_goes_back_to_a_checkpoint() {
     editor.shutdown();
 }
 
+#[test]
+fn a_sessions_edits_can_be_undone_after_the_server_restarts() {
+    let dir = TempDir::new("lsp-agent-undo-restart");
+    dir.write("ws/src/lib.rs", LIB);
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a - b\n", "    a + b\n"),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e2", "pub fn add", "pub fn sum"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let mut editor = start(&dir, &provider);
+    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+    editor.open(&uri, "rust", 1, LIB);
+    let session = run(&mut editor, "fix and rename add");
+    let first = LIB.replace("a - b", "a + b");
+    let second = first.replace("pub fn add", "pub fn sum");
+    for (version, text) in [(2, &first), (3, &second)] {
+        let (id, _) = apply_edit_request(&mut editor);
+        applies(&mut editor, &id, &uri, version, text);
+    }
+    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    editor.shutdown();
+
+    // A new server lists the session with its two edits and takes the rename back through
+    // the editor, which still holds the edited (unsaved) buffer.
+    let mut editor = start(&dir, &provider);
+    editor.open(&uri, "rust", 1, &second);
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["sessionId"], session.as_str());
+    assert_eq!(sessions["sessions"][0]["checkpoints"], 2, "{sessions}");
+    let undo = editor.send_request(
+        "wright/undo",
+        json!({"sessionId": session, "checkpoint": 1}),
+    );
+    let (id, _) = apply_edit_request(&mut editor);
+    applies(&mut editor, &id, &uri, 2, &first);
+    let undone = editor.expect_response(&json!(undo));
+    assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["checkpoints"], 1, "{sessions}");
+    editor.kill();
+
+    // After a kill, the last session (no id given) goes back to before the agent.
+    let mut editor = start(&dir, &provider);
+    editor.open(&uri, "rust", 1, &first);
+    let undo = editor.send_request("wright/undo", json!({}));
+    let (id, _) = apply_edit_request(&mut editor);
+    applies(&mut editor, &id, &uri, 2, LIB);
+    let undone = editor.expect_response(&json!(undo));
+    assert_eq!(undone["result"]["sessionId"], session.as_str(), "{undone}");
+    assert_eq!(editor.text_of(&uri), (2, LIB.to_owned()));
+    let sessions = editor.request("wright/sessions", json!(null));
+    assert_eq!(sessions["sessions"][0]["checkpoints"], 0, "{sessions}");
+    editor.shutdown();
+}
+
 /// The editor's buffers in the tests that emulate one: uri → (version, text).
 type Buffers = std::collections::HashMap<String, (i64, String)>;
 

@@ -345,8 +345,8 @@ export type SessionInfo = {
    */
   filesChanged: Array<string>,
   /**
-   * Edits of this server's run still applied: the checkpoints `wright/undo` can go back to
-   * are 0 to this.
+   * Edits of the session still applied, whichever server applied them: the checkpoints
+   * `wright/undo` can go back to are 0 to this.
    */
   checkpoints: number,
 };

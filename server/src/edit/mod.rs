@@ -23,7 +23,7 @@ pub mod text;
 use std::path::PathBuf;
 
 pub use apply::{DiskFiles, MemoryFiles};
-pub use checkpoint::{Checkpoint, Checkpoints};
+pub use checkpoint::{Checkpoint, CheckpointLog, Checkpoints};
 pub use format::{FileOp, Format, Hunk, ParseError};
 pub use gate::{GateMode, SyntaxError};
 pub use locate::{NearMiss, Tier};

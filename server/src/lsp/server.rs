@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types as lsp;
 use tower_lsp_server::{Client, LanguageServer};
 use wright_protocol as proto;
 
-use super::agent::{Agents, EditCapabilities, Start};
+use super::agent::{Agents, Earlier, EditCapabilities, Start};
 use super::convert;
 use super::indexing::Indexes;
 use crate::buffers::{Buffers, Document, DocumentKey, VersionOrder};
@@ -565,8 +565,15 @@ impl Backend {
     /// transport carries the editor's answer.
     pub async fn undo(&self, params: proto::UndoParams) -> RpcResult<proto::UndoResult> {
         let agents = Arc::clone(&self.agents);
+        let earlier = Earlier {
+            client: self.client.clone(),
+            buffers: Arc::clone(&self.buffers),
+            edit_capabilities: EditCapabilities::of_client(self.capabilities()),
+            data_dir: config::data_dir(&process_env),
+            roots: lock(&self.workspace).roots.clone(),
+        };
         on_blocking_thread("undo", move || {
-            agents.undo(params.session_id.as_deref(), params.checkpoint)
+            agents.undo(params.session_id.as_deref(), params.checkpoint, earlier)
         })
         .await
     }

@@ -23,6 +23,7 @@ use crate::agent::sandboxed::SandboxRunner;
 use crate::agent::tools::ToolContext;
 use crate::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session};
 use crate::buffers::Buffers;
+use crate::edit::{CheckpointLog, GateMode};
 use approval::EditorApprover;
 pub use target::EditCapabilities;
 use target::{EditorTarget, LiveBuffers};
@@ -179,6 +180,10 @@ impl Agents {
             .unwrap_or_default();
         let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
         let (tool_events, tool_inbox) = tokio::sync::mpsc::unbounded_channel();
+        let id = match resume {
+            Some(id) => id.to_owned(),
+            None => agent::journal::new_session_id("s"),
+        };
         let target = EditorTarget::new(
             start.client.clone(),
             Arc::clone(&start.buffers),
@@ -186,17 +191,14 @@ impl Agents {
             gate,
             start.edit_capabilities,
             tool_events.clone(),
-        );
+        )
+        .recording(checkpoint_log(&start.data_dir, &start.root, &id));
         let target = Arc::new(if start.review {
             target.reviewing()
         } else {
             target
         });
         let cancel = Cancel::new();
-        let id = match resume {
-            Some(id) => id.to_owned(),
-            None => agent::journal::new_session_id("s"),
-        };
         let sandbox = session_sandbox(&start, &id, &target, tool_events);
         let tools = Arc::new(ToolContext {
             root: start.root.clone(),
@@ -354,9 +356,11 @@ impl Agents {
             .iter()
             .flat_map(|root| {
                 agent::journal::Recorded::list(&agent::journal::sessions_dir(data_dir, root))
+                    .into_iter()
+                    .map(move |recorded| (root, recorded))
             })
-            .filter(|recorded| !sessions.iter().any(|e| e.id == recorded.session_id))
-            .map(|recorded| proto::SessionInfo {
+            .filter(|(_, recorded)| !sessions.iter().any(|e| e.id == recorded.session_id))
+            .map(|(root, recorded)| proto::SessionInfo {
                 status: match &recorded.outcome {
                     Some(outcome) => status_name(outcome.status).to_owned(),
                     None => "interrupted".to_owned(),
@@ -367,8 +371,9 @@ impl Agents {
                     .as_ref()
                     .map(|o| o.files_changed.clone())
                     .unwrap_or_default(),
-                // This server applied none of an earlier server's edits.
-                checkpoints: 0,
+                checkpoints: checkpoint_log(data_dir, root, &recorded.session_id)
+                    .load()
+                    .len() as u32,
                 session_id: recorded.session_id,
                 task: recorded.task,
             })
@@ -410,38 +415,82 @@ impl Agents {
         })
     }
 
-    /// Reverts the edits of session `id` (the last session when `None`). Blocking.
+    /// Reverts the edits of session `id` (the last session when `None`): one of this server's,
+    /// or one an earlier server journaled on `earlier`'s roots, whose edits are read back from
+    /// its checkpoint log. Blocking.
     pub fn undo(
         &self,
         id: Option<&str>,
         checkpoint: Option<u32>,
+        earlier: Earlier,
     ) -> Result<proto::UndoResult, String> {
-        let entry = self.find(id).ok_or_else(|| match id {
-            Some(id) => format!("no session {id:?}"),
-            None => "no agent session to undo".to_owned(),
-        })?;
-        if entry.state().status == "running" {
-            return Err(format!(
-                "session {} is still running; cancel it first",
-                entry.id
-            ));
-        }
-        let applied = entry.target.checkpoints();
+        let (session_id, target) = match self.find(id) {
+            Some(entry) if entry.state().status == "running" => {
+                return Err(format!(
+                    "session {} is still running; cancel it first",
+                    entry.id
+                ));
+            }
+            Some(entry) => (entry.id.clone(), Arc::clone(&entry.target)),
+            None => earlier.target(id).ok_or_else(|| match id {
+                Some(id) => format!("no session {id:?}"),
+                None => "no agent session to undo".to_owned(),
+            })?,
+        };
+        let applied = target.checkpoints();
         let keep = checkpoint.map_or(0, |n| n as usize);
         if keep > applied {
             return Err(format!(
-                "session {} has {applied} edits applied; checkpoint {keep} is past them",
-                entry.id
+                "session {session_id} has {applied} edits applied; checkpoint {keep} is past them"
             ));
         }
-        let files = entry
-            .target
+        let files = target
             .undo_to(keep)
             .map_err(|err| format!("nothing more restored: {err}"))?;
-        Ok(proto::UndoResult {
-            session_id: entry.id.clone(),
-            files,
-        })
+        Ok(proto::UndoResult { session_id, files })
+    }
+}
+
+/// Session `id`'s checkpoint log, beside its journal.
+fn checkpoint_log(data_dir: &Path, root: &Path, id: &str) -> CheckpointLog {
+    CheckpointLog::new(&agent::journal::sessions_dir(data_dir, root), id)
+}
+
+/// What undoing an earlier server's session needs: the editor its edits go back through, and
+/// where sessions are journaled.
+pub struct Earlier {
+    pub client: Client,
+    pub buffers: Arc<Mutex<Buffers>>,
+    pub edit_capabilities: EditCapabilities,
+    pub data_dir: PathBuf,
+    pub roots: Vec<PathBuf>,
+}
+
+impl Earlier {
+    /// A target holding the checkpoints of session `id` (the newest journaled when `None`),
+    /// found on one of the roots.
+    fn target(self, id: Option<&str>) -> Option<(String, Arc<EditorTarget>)> {
+        let (root, id) = self.roots.iter().rev().find_map(|root| {
+            let dir = agent::journal::sessions_dir(&self.data_dir, root);
+            let recorded = agent::journal::Recorded::list(&dir);
+            let found = match id {
+                Some(id) => recorded.into_iter().find(|r| r.session_id == id),
+                None => recorded.into_iter().last(),
+            };
+            found.map(|recorded| (root.clone(), recorded.session_id))
+        })?;
+        // Nothing listens to the events of an undo.
+        let (tool_events, _) = tokio::sync::mpsc::unbounded_channel();
+        let target = EditorTarget::new(
+            self.client,
+            self.buffers,
+            root.clone(),
+            GateMode::default(),
+            self.edit_capabilities,
+            tool_events,
+        )
+        .recording(checkpoint_log(&self.data_dir, &root, &id));
+        Some((id, Arc::new(target)))
     }
 }
 

@@ -19,8 +19,8 @@ use crate::agent::{ToolEvent, ToolEvents};
 use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
 use crate::edit::plan::replacement;
 use crate::edit::{
-    ActionKind, Checkpoint, DiskFiles, EditError, FilePlan, FileSource, FileState, GateMode, Plan,
-    Replacement, Versioned,
+    ActionKind, Checkpoint, CheckpointLog, DiskFiles, EditError, FilePlan, FileSource, FileState,
+    GateMode, Plan, Replacement, Versioned,
 };
 use crate::workspace::Overlay;
 
@@ -129,6 +129,8 @@ pub struct EditorTarget {
     gate: GateMode,
     capabilities: EditCapabilities,
     applied: Mutex<Vec<Checkpoint>>,
+    /// Where `applied` is also kept, so undo outlives the server.
+    log: Option<CheckpointLog>,
     /// `applyMode: "review"`: edits are held here until accepted or rejected.
     review: Option<Pending>,
     /// Where the session hears of edits applied, refused and proposed.
@@ -153,9 +155,35 @@ impl EditorTarget {
             gate,
             capabilities,
             applied: Mutex::new(Vec::new()),
+            log: None,
             review: None,
             tool_events,
         }
+    }
+
+    /// Keeps the applied edits in `log` too, starting from those it holds (a resumed
+    /// session's, or an earlier server's session being undone).
+    pub fn recording(mut self, log: CheckpointLog) -> Self {
+        let applied = log.load();
+        if log.exists() {
+            // Drops a line cut by a kill, so what is appended next reads back.
+            log.rewrite(&applied);
+        }
+        self.applied = Mutex::new(applied);
+        self.log = Some(log);
+        self
+    }
+
+    /// Records an applied plan for undo.
+    fn remember(&self, plan: &Plan) {
+        let checkpoint = Checkpoint::of(plan);
+        if let Some(log) = &self.log {
+            log.append(&checkpoint);
+        }
+        self.applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(checkpoint);
     }
 
     /// Holds edits for review instead of applying them.
@@ -223,10 +251,7 @@ impl EditorTarget {
             ..Plan::default()
         };
         self.apply_unrecorded(&plan)?;
-        self.applied
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Checkpoint::of(&plan));
+        self.remember(&plan);
         pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
         Ok(relative_names(proposals.keys()))
     }
@@ -331,7 +356,12 @@ impl EditorTarget {
         let mut files = Vec::new();
         for checkpoint in applied.iter().skip(keep).rev() {
             self.apply_unrecorded(&checkpoint.inverse())?;
-            self.applied.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+            applied.pop();
+            if let Some(log) = &self.log {
+                log.rewrite(&applied);
+            }
+            drop(applied);
             for (path, _, _) in &checkpoint.files {
                 let path = path.to_string_lossy().replace('\\', "/");
                 if !files.contains(&path) {
@@ -690,10 +720,7 @@ impl EditTarget for EditorTarget {
             return Err(err);
         }
         let _ = self.tool_events.send(ToolEvent::EditApplied { paths });
-        self.applied
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Checkpoint::of(plan));
+        self.remember(plan);
         Ok(())
     }
 
