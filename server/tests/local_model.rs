@@ -210,6 +210,36 @@ fn speculation_leaves_greedy_output_byte_identical_and_takes_fewer_passes() {
 }
 
 #[test]
+fn sampling_at_a_temperature_varies_with_the_seed_repeats_with_it_and_still_speculates() {
+    let model = require_model!();
+    let mut request = rewrite_request(120);
+    request.sampling.temperature = Some(1.0);
+    let sampled = |seed: u64, speculation: Option<Speculation>| {
+        let settings = Settings {
+            speculation,
+            seed: Some(seed),
+            ..Settings::default()
+        };
+        let (events, stats) = model.answer_fresh(None, &request, &settings);
+        (text_of(&events), stats.expect("the model answers"))
+    };
+    let greedy = text_of(&answer(&model, &rewrite_request(120), None).0);
+    let (first, stats) = sampled(1, Some(Speculation::default()));
+    assert_eq!(sampled(1, Some(Speculation::default())).0, first);
+    let others: Vec<String> = (2..5)
+        .map(|seed| sampled(seed, Some(Speculation::default())).0)
+        .collect();
+    assert!(
+        others.iter().chain([&first]).any(|text| *text != greedy)
+            && others.iter().any(|text| *text != first),
+        "sampling at temperature 1 wrote the same text for every seed: {first}"
+    );
+    // Drafts are still verified (and accepted where the model's draw agrees with them).
+    assert!(stats.drafted > 0 && stats.accepted > 0, "{stats:?}");
+    assert!(sampled(1, None).1.drafted == 0);
+}
+
+#[test]
 fn a_draft_model_proposes_where_nothing_can_be_copied_and_changes_no_byte() {
     let model = require_model!();
     // No prediction and a prompt with little to copy: the drafts come from the draft model.

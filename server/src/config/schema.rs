@@ -224,6 +224,26 @@ pub static KEYS: &[KeySpec] = &[
         validate: validate_positive,
     },
     KeySpec {
+        key: "providers.local.temperature",
+        env: None,
+        default: Some("0"),
+        secret: false,
+        workspace_file: true,
+        doc: "the local model's sampling temperature (0 to 2); 0 decodes greedily, the same answer every time",
+        integer: false,
+        validate: validate_temperature,
+    },
+    KeySpec {
+        key: "providers.local.seed",
+        env: None,
+        default: None,
+        secret: false,
+        workspace_file: true,
+        doc: "the local model's sampling seed: with it, sampling writes the same answer again",
+        integer: true,
+        validate: validate_whole,
+    },
+    KeySpec {
         key: "providers.local.max_tokens",
         env: None,
         default: Some("4096"),
@@ -387,6 +407,22 @@ fn validate_positive(value: &str) -> Result<(), String> {
         Ok(n) if n > 0 => Ok(()),
         _ => Err(format!("expected a positive whole number, found {value:?}")),
     }
+}
+
+fn validate_temperature(value: &str) -> Result<(), String> {
+    match value.parse::<f32>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(()),
+        _ => Err(format!(
+            "expected a temperature from 0 to 2, found {value:?}"
+        )),
+    }
+}
+
+fn validate_whole(value: &str) -> Result<(), String> {
+    value
+        .parse::<u64>()
+        .map(|_| ())
+        .map_err(|_| format!("expected a whole number, found {value:?}"))
 }
 
 fn validate_percent(value: &str) -> Result<(), String> {

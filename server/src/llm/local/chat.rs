@@ -286,6 +286,10 @@ impl Policy for ChatDecoder<'_> {
             })
     }
 
+    fn constrained(&self) -> bool {
+        self.in_call()
+    }
+
     fn accept(&mut self, token: u32) -> Result<Flow, LocalError> {
         let Some(bytes) = self.tokenizer.token_bytes(token) else {
             // A control token (`<|im_end|>`, end of text): the turn is over.

@@ -14,6 +14,10 @@
 //! Where the text offers nothing to copy, an optional [`DraftModel`] (a smaller model with the
 //! same vocabulary) proposes the draft instead, decoding greedily on its own KV cache; the
 //! verification is the same, so this too changes only speed.
+//!
+//! At a temperature, a [`Sampler`] draws each token instead, and verifies a draft by keeping
+//! each drafted token with the model's probability for it (speculative sampling): the output
+//! is then distributed exactly as without speculation.
 
 use std::time::{Duration, Instant};
 
@@ -23,8 +27,13 @@ use wright_kernels::ops::argmax;
 
 /// Chooses tokens and consumes them: the chat decoder (text, tool calls, stop tokens).
 pub trait Policy {
-    /// The token to emit given the logits at this position.
+    /// The token to emit given the logits at this position, greedily.
     fn choose(&mut self, logits: &[f32]) -> Result<u32, LocalError>;
+    /// Whether the next token is constrained (a tool call's JSON): then it is chosen by
+    /// [`Self::choose`] even when sampling.
+    fn constrained(&self) -> bool {
+        false
+    }
     /// Records an emitted token; `Stop` ends the generation.
     fn accept(&mut self, token: u32) -> Result<Flow, LocalError>;
 }
@@ -50,6 +59,91 @@ impl Default for Speculation {
             max_draft: 16,
             max_ngram: 4,
         }
+    }
+}
+
+/// Sampling at a temperature, lossless under speculation: a drafted token is kept with the
+/// probability the model gives it, and when it is not, the token is drawn from the model's
+/// other tokens, renormalised. Every draft here is a deterministic proposal (copied text, or
+/// a draft model decoding greedily), and for such a proposal this rule emits each token with
+/// exactly the model's probability (speculative sampling), so speculation changes the speed
+/// and not the distribution of what is written.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    temperature: f64,
+    /// splitmix64's state: a small generator, seeded, so a seeded run repeats itself.
+    state: u64,
+    weights: Vec<f64>,
+}
+
+impl Sampler {
+    pub fn new(temperature: f32, seed: u64) -> Self {
+        Self {
+            temperature: f64::from(temperature),
+            state: seed,
+            weights: Vec::new(),
+        }
+    }
+
+    /// A uniform number in `[0, 1)`.
+    fn uniform(&mut self) -> f64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A token drawn from the softmax of `logits / temperature`; with `drafted`, that token
+    /// kept with its probability, else another drawn in proportion to theirs.
+    pub fn sample(&mut self, logits: &[f32], drafted: Option<u32>) -> u32 {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let temperature = self.temperature;
+        self.weights.clear();
+        self.weights.extend(
+            logits
+                .iter()
+                .map(|&l| ((f64::from(l) - f64::from(max)) / temperature).exp()),
+        );
+        let total: f64 = self.weights.iter().sum();
+        let mut excluded = None;
+        if let Some(token) = drafted
+            && let Some(&weight) = self.weights.get(token as usize)
+        {
+            if self.uniform() * total < weight {
+                return token;
+            }
+            excluded = Some(token as usize);
+        }
+        let rest = total - excluded.map_or(0.0, |i| self.weights[i]);
+        let mut target = self.uniform() * rest;
+        let mut last = None;
+        for (i, &weight) in self.weights.iter().enumerate() {
+            if Some(i) == excluded || weight == 0.0 {
+                continue;
+            }
+            last = Some(i);
+            if target < weight {
+                return i as u32;
+            }
+            target -= weight;
+        }
+        // Rounding left the target past the end: the last token that could be drawn.
+        last.map_or(0, |i| i as u32)
+    }
+}
+
+/// The token at this position: sampled when there is a sampler and the policy leaves the
+/// choice free, else the policy's own choice.
+fn pick(
+    policy: &mut dyn Policy,
+    sampler: &mut Option<Sampler>,
+    logits: &[f32],
+    drafted: Option<u32>,
+) -> Result<u32, LocalError> {
+    match sampler {
+        Some(sampler) if !policy.constrained() => Ok(sampler.sample(logits, drafted)),
+        _ => policy.choose(logits),
     }
 }
 
@@ -159,6 +253,7 @@ pub fn generate(
     max_new: usize,
     speculation: Option<Speculation>,
     mut draft_model: Option<DraftModel<'_>>,
+    mut sampler: Option<Sampler>,
     policy: &mut dyn Policy,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Stats, LocalError> {
@@ -197,7 +292,7 @@ pub fn generate(
         }
         let token = match next.take() {
             Some(token) => token,
-            None => policy.choose(&logits)?,
+            None => pick(policy, &mut sampler, &logits, None)?,
         };
         if emit(
             policy,
@@ -241,7 +336,7 @@ pub fn generate(
         let mut kept = 0;
         let mut stop = false;
         for (i, drafted) in draft.iter().enumerate() {
-            let choice = policy.choose(rows.row(i))?;
+            let choice = pick(policy, &mut sampler, rows.row(i), Some(*drafted))?;
             if choice != *drafted {
                 next = Some(choice);
                 break;
@@ -489,6 +584,43 @@ mod tests {
         assert_eq!(pacing.length(), 2);
         let off = Pacing::new(0);
         assert_eq!(off.length(), 0);
+    }
+
+    #[test]
+    fn sampling_with_a_draft_keeps_the_models_distribution() {
+        let logits = [2.0f32, 1.0, 0.5, -1.0];
+        let temperature = 0.8;
+        let weights: Vec<f64> = logits
+            .iter()
+            .map(|&l| ((f64::from(l) - 2.0) / temperature).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let draws = 200_000;
+        // Whatever was drafted (nothing, the likeliest token, an unlikely one), each token
+        // comes out with the model's probability.
+        for drafted in [None, Some(0), Some(2), Some(3)] {
+            let mut sampler = Sampler::new(temperature as f32, 7);
+            let mut counts = [0usize; 4];
+            for _ in 0..draws {
+                counts[sampler.sample(&logits, drafted) as usize] += 1;
+            }
+            for (token, count) in counts.iter().enumerate() {
+                let (got, want) = (*count as f64 / draws as f64, weights[token] / total);
+                assert!(
+                    (got - want).abs() < 0.005,
+                    "drafted {drafted:?}: token {token} drawn {got:.4}, probability {want:.4}"
+                );
+            }
+        }
+        // The same seed draws the same tokens.
+        let run = |seed| {
+            let mut sampler = Sampler::new(1.0, seed);
+            (0..50)
+                .map(|_| sampler.sample(&logits, Some(1)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(3), run(3));
+        assert_ne!(run(3), run(4));
     }
 
     #[test]

@@ -154,13 +154,19 @@ pub fn resolve_path(config: &Config, model: &ModelId) -> Result<PathBuf, LlmErro
 }
 
 /// How the local provider runs (`providers.local.*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Settings {
     /// `None` turns speculation off.
     pub speculation: Option<Speculation>,
     /// The most tokens one answer may have, whatever the request asks: a 135M model that
     /// rambles should stop in seconds, not minutes.
     pub max_tokens: usize,
+    /// Sampling temperature when a request sets none; 0 decodes greedily. Tool calls'
+    /// arguments are always chosen greedily, within their grammar.
+    pub temperature: f32,
+    /// The sampler's seed: a seeded run writes the same answer again. `None` seeds from the
+    /// clock.
+    pub seed: Option<u64>,
 }
 
 impl Default for Settings {
@@ -168,6 +174,8 @@ impl Default for Settings {
         Self {
             speculation: Some(Speculation::default()),
             max_tokens: 4096,
+            temperature: 0.0,
+            seed: None,
         }
     }
 }
@@ -191,6 +199,11 @@ impl Settings {
             max_tokens: config
                 .get_u64("providers.local.max_tokens")
                 .map_or(defaults.max_tokens, |n| n.max(1) as usize),
+            temperature: config
+                .get("providers.local.temperature")
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(defaults.temperature),
+            seed: config.get_u64("providers.local.seed"),
         }
     }
 }
@@ -309,6 +322,15 @@ impl Loaded {
             }),
             None => None,
         };
+        let temperature = request.sampling.temperature.unwrap_or(settings.temperature);
+        let sampler = (temperature > 0.0).then(|| {
+            let seed = settings.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |t| t.as_nanos() as u64)
+            });
+            generate::Sampler::new(temperature, seed)
+        });
         let tools: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
         let mut decoder = chat::ChatDecoder::new(&self.tokenizer, &tools, emit);
         let stats = generate::generate(
@@ -319,6 +341,7 @@ impl Loaded {
             max_new,
             settings.speculation,
             draft_model,
+            sampler,
             &mut decoder,
             cancelled,
         )?;
