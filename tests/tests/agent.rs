@@ -776,11 +776,19 @@ fn code_actions_carry_their_command_and_start_a_session() {
     editor.shutdown();
 }
 
-#[test]
-fn undo_goes_back_to_a_checkpoint() {
-    let dir = TempDir::new("lsp-agent-checkpoint");
+/// A session of two edits to the open `src/lib.rs` (a fix, then a rename), applied by the
+/// editor and finished: the editor, the document's URI, the session, and the text after each
+/// edit.
+struct TwoEdits {
+    editor: Editor,
+    uri: String,
+    session: String,
+    first: String,
+    second: String,
+}
+
+fn a_session_of_two_edits(dir: &TempDir, provider: &ScriptedProvider) -> TwoEdits {
     dir.write("ws/src/lib.rs", LIB);
-    let provider = ScriptedProvider::start();
     provider.push(Reply::stream(
         Dialect::OpenAi,
         &edit_turn("e1", "    a - b\n", "    a + b\n"),
@@ -790,7 +798,7 @@ fn undo_goes_back_to_a_checkpoint() {
         &edit_turn("e2", "pub fn add", "pub fn sum"),
     ));
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
-    let mut editor = start(&dir, &provider);
+    let mut editor = start(dir, provider);
     let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
     editor.open(&uri, "rust", 1, LIB);
     let session = run(&mut editor, "fix and rename add");
@@ -802,6 +810,26 @@ fn undo_goes_back_to_a_checkpoint() {
         applies(&mut editor, &id, &uri, version, text);
     }
     assert_eq!(finished(&mut editor, &session)["status"], "done");
+    TwoEdits {
+        editor,
+        uri,
+        session,
+        first,
+        second,
+    }
+}
+
+#[test]
+fn undo_goes_back_to_a_checkpoint() {
+    let dir = TempDir::new("lsp-agent-checkpoint");
+    let provider = ScriptedProvider::start();
+    let TwoEdits {
+        mut editor,
+        uri,
+        session,
+        first,
+        ..
+    } = a_session_of_two_edits(&dir, &provider);
     let sessions = editor.request("wright/sessions", json!(null));
     assert_eq!(sessions["sessions"][0]["checkpoints"], 2);
 
@@ -834,28 +862,14 @@ fn undo_goes_back_to_a_checkpoint() {
 #[test]
 fn a_sessions_edits_can_be_undone_after_the_server_restarts() {
     let dir = TempDir::new("lsp-agent-undo-restart");
-    dir.write("ws/src/lib.rs", LIB);
     let provider = ScriptedProvider::start();
-    provider.push(Reply::stream(
-        Dialect::OpenAi,
-        &edit_turn("e1", "    a - b\n", "    a + b\n"),
-    ));
-    provider.push(Reply::stream(
-        Dialect::OpenAi,
-        &edit_turn("e2", "pub fn add", "pub fn sum"),
-    ));
-    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
-    let mut editor = start(&dir, &provider);
-    let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
-    editor.open(&uri, "rust", 1, LIB);
-    let session = run(&mut editor, "fix and rename add");
-    let first = LIB.replace("a - b", "a + b");
-    let second = first.replace("pub fn add", "pub fn sum");
-    for (version, text) in [(2, &first), (3, &second)] {
-        let (id, _) = apply_edit_request(&mut editor);
-        applies(&mut editor, &id, &uri, version, text);
-    }
-    assert_eq!(finished(&mut editor, &session)["status"], "done");
+    let TwoEdits {
+        editor,
+        uri,
+        session,
+        first,
+        second,
+    } = a_session_of_two_edits(&dir, &provider);
     editor.shutdown();
 
     // A new server lists the session with its two edits and takes the rename back through
