@@ -10,6 +10,12 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+/// glibc's allocator spent a fifth of a cold index in `malloc` and `free` (many threads making
+/// and dropping small parse-tree and posting allocations); mimalloc's per-thread heaps do not
+/// (`docs/benchmarks.md`, "index").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// wright: a language server that hosts a coding agent.
 #[derive(Parser)]
 #[command(name = "wright", version, about)]
