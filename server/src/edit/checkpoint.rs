@@ -126,6 +126,12 @@ impl CheckpointLog {
             .collect()
     }
 
+    /// How many checkpoints the log holds, without parsing them (what `wright/sessions`
+    /// lists): its complete lines, since only the last can have been cut.
+    pub fn count(&self) -> usize {
+        std::fs::read(&self.path).map_or(0, |bytes| memchr::memchr_iter(b'\n', &bytes).count())
+    }
+
     /// Adds `checkpoint` after the others.
     pub fn append(&self, checkpoint: &Checkpoint) {
         let appended = (|| {
@@ -197,6 +203,7 @@ mod tests {
             log.append(&checkpoint(n));
         }
         assert_eq!(log.load(), (0..4).map(checkpoint).collect::<Vec<_>>());
+        assert_eq!(log.count(), 4);
         log.rewrite(&[checkpoint(0)]);
         assert_eq!(log.load(), vec![checkpoint(0)]);
         // A kill in the middle of an append leaves a partial last line.
@@ -206,6 +213,7 @@ mod tests {
             .unwrap();
         file.write_all(b"{\"files\":[[\"src/li").unwrap();
         assert_eq!(log.load(), vec![checkpoint(0)]);
+        assert_eq!(log.count(), 1);
         log.rewrite(&[]);
         assert!(!log.exists());
         let _ = std::fs::remove_dir_all(&dir);

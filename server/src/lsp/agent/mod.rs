@@ -371,9 +371,7 @@ impl Agents {
                     .as_ref()
                     .map(|o| o.files_changed.clone())
                     .unwrap_or_default(),
-                checkpoints: checkpoint_log(data_dir, root, &recorded.session_id)
-                    .load()
-                    .len() as u32,
+                checkpoints: checkpoint_log(data_dir, root, &recorded.session_id).count() as u32,
                 session_id: recorded.session_id,
                 task: recorded.task,
             })
