@@ -7,8 +7,9 @@
 //! power loss a file system may show the rename without the data it points to (XFS, btrfs,
 //! ext4 mounted without `auto_da_alloc`: an empty or zero-filled file where the old one
 //! was). Syncing the temporary before the rename puts the data on the disk first; syncing the
-//! folder afterwards makes the rename itself durable. Callers name their temporaries (an
-//! edit's name says which process wrote it, see `edit::apply`).
+//! folder afterwards makes the rename itself durable. Temporaries are named after their
+//! destination and this process ([`replace_beside`]); an edit's name also says its place in
+//! the plan, for the sweep of stale ones (see `edit::apply`).
 //!
 //! The syncs cost a few milliseconds per file (about 4 ms on the development VM's ext4: an
 //! edit of one file went from about 1.3 ms to about 6 ms, of three files to about 19 ms).
@@ -34,6 +35,15 @@ pub fn write_synced(temp: &Path, bytes: &[u8], permissions: Option<Permissions>)
 /// after a power loss.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// [`replace`] through the temporary `.NAME.PID.tmp` beside `target` (NAME its file name, PID
+/// this process): what every caller uses but an edit, whose temporaries carry a name the
+/// workspace sweep recognises (`edit::apply`).
+pub fn replace_beside(target: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let temp = target.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    replace(target, &temp, bytes, None)
 }
 
 /// The folder holding `path` (`.` for a bare file name).

@@ -143,9 +143,8 @@ impl UndoRecord {
         let path = Self::location(data_dir, &self.root);
         let dir = path.parent().expect("the record has a folder");
         std::fs::create_dir_all(dir)?;
-        let temp = dir.join(format!(".undo-{}.tmp", std::process::id()));
         let bytes = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        crate::durable::replace(&path, &temp, &bytes, None)?;
+        crate::durable::replace_beside(&path, &bytes)?;
         Ok(path)
     }
 

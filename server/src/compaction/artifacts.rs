@@ -146,14 +146,13 @@ impl ArtifactStore {
                 })
                 .collect();
             let path = dir.join(format!("{id}.{tool_part}.txt"));
-            let temporary = dir.join(format!(".{id}.{}.tmp", std::process::id()));
-            crate::durable::replace(&path, &temporary, text.as_bytes(), None).map_err(
-                |source| ArtifactError::Io {
+            crate::durable::replace_beside(&path, text.as_bytes()).map_err(|source| {
+                ArtifactError::Io {
                     what: "write",
                     path,
                     source,
-                },
-            )?;
+                }
+            })?;
         }
         self.artifacts.push(Artifact {
             id: id.clone(),
@@ -313,7 +312,7 @@ mod tests {
         names.sort();
         assert_eq!(names, ["a1.run_tests.txt", "a2.read_file.txt"]);
         // A temporary left by a crash is not an artifact.
-        std::fs::write(dir.join(".a3.999.tmp"), "half").unwrap();
+        std::fs::write(dir.join(".a3.grep.txt.999.tmp"), "half").unwrap();
         let mut reopened = ArtifactStore::open(&dir).unwrap();
         assert_eq!(reopened.len(), 2);
         assert!(

@@ -156,12 +156,8 @@ impl CheckpointLog {
                 _ => Ok(()),
             }
         } else {
-            let name = self.path.file_name().unwrap_or_default().to_string_lossy();
-            let temp = self
-                .path
-                .with_file_name(format!(".{name}.{}.tmp", std::process::id()));
             let bytes: Vec<u8> = checkpoints.iter().flat_map(line).collect();
-            crate::durable::replace(&self.path, &temp, &bytes, None)
+            crate::durable::replace_beside(&self.path, &bytes)
         };
         if let Err(err) = written {
             self.warn(&err);

@@ -219,10 +219,9 @@ pub fn write_stale(dir: &Path, stale: &BTreeSet<String>) -> Result<(), IndexErro
 /// Writes through a synced temporary file and a rename (`durable`), so a crash or a power
 /// loss leaves the old file or the new.
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), IndexError> {
-    let temporary = path.with_extension("json.tmp");
     let bytes = serde_json::to_vec(value).map_err(|err| IndexError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(err),
     })?;
-    crate::durable::replace(path, &temporary, &bytes, None).map_err(io_err(path))
+    crate::durable::replace_beside(path, &bytes).map_err(io_err(path))
 }
