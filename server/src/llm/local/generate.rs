@@ -173,6 +173,22 @@ pub struct Session {
 }
 
 impl Session {
+    /// The session kept in `slot` from the last answer, or a new one with room for
+    /// `capacity` positions.
+    pub fn kept_or_new<'a>(
+        slot: &'a mut Option<Session>,
+        model: &Model,
+        capacity: usize,
+    ) -> Result<&'a mut Session, LocalError> {
+        Ok(match slot {
+            Some(session) => session,
+            None => slot.insert(Session {
+                cache: model.new_cache(capacity)?,
+                tokens: Vec::new(),
+            }),
+        })
+    }
+
     /// Brings the cache to hold exactly `tokens` (non-empty): keeps the prefix it shares with
     /// them, but always runs the last token, whose logits it returns, with how many tokens
     /// were reused and how many forward passes ran.

@@ -295,13 +295,7 @@ impl Loaded {
             .min(settings.max_tokens)
             .max(1);
         let capacity = (prompt.len() + max_new + 64).min(context);
-        let session = match session {
-            Some(session) => session,
-            None => session.insert(Session {
-                cache: self.model.new_cache(capacity)?,
-                tokens: Vec::new(),
-            }),
-        };
+        let session = Session::kept_or_new(session, &self.model, capacity)?;
         let draft_model = match draft {
             Some((draft, _)) if !draft.tokenizer.same_vocabulary(&self.tokenizer) => {
                 return Err(LocalError::Format(
@@ -312,13 +306,7 @@ impl Loaded {
             }
             Some((draft, draft_session)) => Some(DraftModel {
                 model: &draft.model,
-                session: match draft_session {
-                    Some(session) => session,
-                    None => draft_session.insert(Session {
-                        cache: draft.model.new_cache(capacity)?,
-                        tokens: Vec::new(),
-                    }),
-                },
+                session: Session::kept_or_new(draft_session, &draft.model, capacity)?,
             }),
             None => None,
         };
