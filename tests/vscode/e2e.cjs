@@ -90,49 +90,37 @@ function observe() {
   record();
 }
 
-/** The text of the active editor, as Monaco renders it (spaces are no-break spaces there). */
-async function editorText(page) {
-  return page.evaluate(() => {
-    const editor = document.querySelector(".editor-group-container.active .monaco-editor .view-lines");
-    if (!editor) {
+/**
+ * The lines Monaco renders under `selector`, in order (spaces are no-break spaces there); empty
+ * when nothing matches.
+ */
+async function monacoText(page, selector) {
+  return page.evaluate((selector) => {
+    const lines = document.querySelector(selector);
+    if (!lines) {
       return "";
     }
-    return [...editor.querySelectorAll(".view-line")]
+    return [...lines.querySelectorAll(".view-line")]
       .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
       .sort((a, b) => a.top - b.top)
       .map((line) => line.text.replace(/\u00a0/g, " "))
       .join("\n");
-  });
+  }, selector);
+}
+
+/** The text of the active editor. */
+function editorText(page) {
+  return monacoText(page, ".editor-group-container.active .monaco-editor .view-lines");
 }
 
 /** The text of one side (`original` or `modified`) of the active diff editor. */
-async function diffSide(page, side) {
-  return page.evaluate((side) => {
-    const lines = document.querySelector(`.editor-group-container.active .monaco-diff-editor .editor.${side} .view-lines`);
-    if (!lines) {
-      return "";
-    }
-    return [...lines.querySelectorAll(".view-line")]
-      .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
-      .sort((a, b) => a.top - b.top)
-      .map((line) => line.text.replace(/\u00a0/g, " "))
-      .join("\n");
-  }, side);
+function diffSide(page, side) {
+  return monacoText(page, `.editor-group-container.active .monaco-diff-editor .editor.${side} .view-lines`);
 }
 
 /** The lines the output panel shows, one per line. */
-async function outputText(page) {
-  return page.evaluate(() => {
-    const lines = document.querySelector(".part.panel .monaco-editor .view-lines");
-    if (!lines) {
-      return "";
-    }
-    return [...lines.querySelectorAll(".view-line")]
-      .map((line) => ({ top: parseFloat(line.style.top || "0"), text: line.textContent || "" }))
-      .sort((a, b) => a.top - b.top)
-      .map((line) => line.text.replace(/\u00a0/g, " "))
-      .join("\n");
-  });
+function outputText(page) {
+  return monacoText(page, ".part.panel .monaco-editor .view-lines");
 }
 
 /**
