@@ -130,10 +130,7 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
         let line = tag.span.start.row as u32;
         // Not `tag.line_range`: tree-sitter-tags starts it after the line's indentation, which
         // put every indented name's column that many characters too far left.
-        let line_start = source[..tag.name_range.start]
-            .rfind('\n')
-            .map_or(0, |at| at + 1);
-        let column = source[line_start..tag.name_range.start].chars().count() as u32;
+        let (_, column) = line_and_column(source, tag.name_range.start);
         if tag.is_definition {
             extracted.definitions.push(Definition {
                 container: scopes.container_of(&tag.range),
@@ -180,7 +177,7 @@ fn add_missed_defines(source: &str, lines: &Lines, definitions: &mut Vec<Definit
         })
         .filter(|(name, _, line)| !tagged.contains(&(*line, &source[name.clone()])))
         .map(|(name, directive, line)| {
-            let line_start = source[..name.start].rfind('\n').map_or(0, |i| i + 1);
+            let (line_start, column) = line_and_column(source, name.start);
             let line_end = source[name.end..]
                 .find('\n')
                 .map_or(source.len(), |i| name.end + i);
@@ -189,7 +186,7 @@ fn add_missed_defines(source: &str, lines: &Lines, definitions: &mut Vec<Definit
                 kind: "macro".to_owned(),
                 container: None,
                 line,
-                column: source[line_start..name.start].chars().count() as u32,
+                column,
                 start_line: lines.line_of(directive.start),
                 end_line: lines.line_of(directive.end.saturating_sub(1).max(directive.start)),
                 signature: signature(&source[line_start..line_end]),
@@ -285,6 +282,19 @@ impl Lines {
     fn line_of(&self, byte: usize) -> u32 {
         self.0.partition_point(|&newline| newline < byte) as u32
     }
+}
+
+/// Where the line holding byte `offset` starts, and `offset`'s column on it in characters (the
+/// index's unit; counted only when the line so far is not plain ASCII).
+pub(super) fn line_and_column(source: &str, offset: usize) -> (usize, u32) {
+    let line_start = memchr::memrchr(b'\n', &source.as_bytes()[..offset]).map_or(0, |i| i + 1);
+    let prefix = &source[line_start..offset];
+    let column = if prefix.is_ascii() {
+        prefix.len()
+    } else {
+        prefix.chars().count()
+    };
+    (line_start, column as u32)
 }
 
 pub(super) fn signature(line: &str) -> String {

@@ -20,7 +20,7 @@ mod python;
 mod ruby;
 mod rust;
 
-use super::extract::{Definition, Extracted, Reference, signature};
+use super::extract::{Definition, Extracted, Reference, line_and_column, signature};
 use crate::languages::Language;
 use lexer::Token;
 
@@ -109,7 +109,6 @@ fn calls(
     tokens: &[Token],
     definitions: &[u32],
 ) -> Vec<Reference> {
-    let bytes = source.as_bytes();
     let mut defined = definitions.to_vec();
     defined.sort_unstable();
     let mut references = Vec::new();
@@ -127,19 +126,11 @@ fn calls(
         if defined.binary_search(&token.start).is_ok() {
             continue;
         }
-        let start = token.start as usize;
-        let line_start = memchr::memrchr(b'\n', &bytes[..start]).map_or(0, |i| i + 1);
-        let prefix = &source[line_start..start];
-        let column = if prefix.is_ascii() {
-            prefix.len()
-        } else {
-            prefix.chars().count()
-        };
         references.push(Reference {
             name: name.to_owned(),
             kind: "call".to_owned(),
             line: token.line,
-            column: column as u32,
+            column: line_and_column(source, token.start as usize).1,
         });
     }
     references
@@ -169,8 +160,7 @@ impl<'a> Out<'a> {
             return;
         }
         let start = name.start as usize;
-        let line_start =
-            memchr::memrchr(b'\n', &self.source.as_bytes()[..start]).map_or(0, |i| i + 1);
+        let (line_start, column) = line_and_column(self.source, start);
         let line_end = memchr::memchr(b'\n', &self.source.as_bytes()[start..])
             .map_or(self.source.len(), |i| start + i);
         self.name_starts.push(name.start);
@@ -179,7 +169,7 @@ impl<'a> Out<'a> {
             kind: kind.to_owned(),
             container: container.map(str::to_owned),
             line: name.line,
-            column: self.source[line_start..start].chars().count() as u32,
+            column,
             start_line: name.line,
             end_line: name.line,
             signature: signature(&self.source[line_start..line_end]),
