@@ -215,16 +215,20 @@ async function statusMark(page) {
 }
 
 /**
- * Waits until the status bar item, having shown a step since `mark`, says `end` (idle, unless
- * told otherwise): the run is over.
+ * Waits until the status bar item, having changed since `mark`, says `end` (idle, unless told
+ * otherwise): the run is over. Idle is where a run starts from too, so ending idle counts only
+ * after a step was shown; any other end proves the run by itself. A run that fails at its first
+ * model call can go from step 1 to error within one frame, so its step may never be rendered.
  */
 async function runEnded(page, mark, end = "wright: idle") {
   await until(`the status bar to show "${end}" after the run`, () =>
     page.evaluate(
       ({ mark, end }) => {
         const trail = window.__wrightSeen.statusTrail.slice(mark);
-        const stepped = trail.some((text) => /wright: step \d/.test(text));
-        return stepped && trail[trail.length - 1].includes(end);
+        if (trail.length === 0 || !trail[trail.length - 1].includes(end)) {
+          return false;
+        }
+        return end !== "wright: idle" || trail.some((text) => /wright: step \d/.test(text));
       },
       { mark, end },
     ),
