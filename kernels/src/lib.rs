@@ -1,5 +1,6 @@
 //! The local model's numeric kernels, on plain `f32` and `i8` slices: the Q8_0 matrix product
-//! ([`q8`]) and the per-row operations of a llama-family transformer ([`ops`]).
+//! ([`q8`]), the per-row operations of a llama-family transformer ([`ops`]) and the choice of
+//! the next token from a row of logits ([`choice`]).
 //!
 //! Why a crate of its own: these loops are the whole cost of running a model on the CPU and
 //! are ~50× slower unoptimised, so the workspace builds this crate at `opt-level = 3` even in
@@ -71,19 +72,19 @@ pub(crate) fn vector_width() -> Width {
 /// four floats wide; the same loop inlined into a `target_feature` function vectorises for
 /// AVX-512 or AVX2 instead, with the same results (see [`Width`]).
 macro_rules! vectorised {
-    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn body($($arg: $ty),*) $body
+            fn body($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-                unsafe fn avx512($($arg: $ty),*) {
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2($($arg: $ty),*) {
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
                 match $crate::vector_width() {
@@ -99,6 +100,7 @@ macro_rules! vectorised {
 }
 pub(crate) use vectorised;
 
+pub mod choice;
 pub mod ops;
 pub mod q8;
 

@@ -557,18 +557,6 @@ mod x86 {
     }
 }
 
-/// The index of the largest value, the first one on ties (greedy decoding's choice over a
-/// vocabulary of logits, once per row: here so it runs optimised in every build).
-pub fn argmax(values: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &value) in values.iter().enumerate() {
-        if value > values[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
-
 /// `e^x` for the softmax and SiLU, branch-free so it vectorises: `x = n·ln 2 + r` with
 /// `|r| ≤ ln 2 / 2`, a degree-6 polynomial for `e^r`, and `2^n` put into the exponent bits.
 /// Relative error under 2·10⁻⁷ (a few units in the last place); 0 below -87, ∞ above 88.
@@ -856,13 +844,6 @@ mod tests {
         attention(&q, &own, len, heads, &mut b);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a), bits(&b));
-    }
-
-    #[test]
-    fn argmax_takes_the_first_of_equal_largest_values() {
-        assert_eq!(argmax(&[1.0, 3.0, 2.0, 3.0]), 1);
-        assert_eq!(argmax(&[-5.0]), 0);
-        assert_eq!(argmax(&[0.0, f32::NAN, 1.0]), 2);
     }
 
     #[test]

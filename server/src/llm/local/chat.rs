@@ -13,7 +13,7 @@ use super::constraint::{CallGrammar, Part};
 use super::generate::{Flow, Policy};
 use super::tokenizer::{Tokenizer, Utf8Stream};
 use crate::llm::types::{Event, Message, Request, ToolCall};
-use wright_kernels::ops::argmax;
+use wright_kernels::choice::argmax;
 
 const CALL_OPEN: &str = "<tool_call>";
 

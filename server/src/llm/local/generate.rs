@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::LocalError;
 use super::model::{KvCache, Model};
-use wright_kernels::ops::argmax;
+use wright_kernels::choice::{self, argmax};
 
 /// Chooses tokens and consumes them: the chat decoder (text, tool calls, stop tokens).
 pub trait Policy {
@@ -70,16 +70,16 @@ impl Default for Speculation {
 /// and not the distribution of what is written.
 #[derive(Clone, Debug)]
 pub struct Sampler {
-    temperature: f64,
+    temperature: f32,
     /// splitmix64's state: a small generator, seeded, so a seeded run repeats itself.
     state: u64,
-    weights: Vec<f64>,
+    weights: Vec<f32>,
 }
 
 impl Sampler {
     pub fn new(temperature: f32, seed: u64) -> Self {
         Self {
-            temperature: f64::from(temperature),
+            temperature,
             state: seed,
             weights: Vec::new(),
         }
@@ -97,39 +97,25 @@ impl Sampler {
     /// A token drawn from the softmax of `logits / temperature`; with `drafted`, that token
     /// kept with its probability, else another drawn in proportion to theirs.
     pub fn sample(&mut self, logits: &[f32], drafted: Option<u32>) -> u32 {
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let temperature = self.temperature;
-        self.weights.clear();
-        self.weights.extend(
-            logits
-                .iter()
-                .map(|&l| ((f64::from(l) - f64::from(max)) / temperature).exp()),
-        );
-        let total: f64 = self.weights.iter().sum();
-        let mut excluded = None;
+        self.weights.resize(logits.len(), 0.0);
+        let total = choice::softmax_weights(logits, self.temperature, &mut self.weights);
+        if !(total.is_finite() && total > 0.0) {
+            // Logits that are not numbers have no distribution: the largest number among them.
+            return argmax(logits);
+        }
+        let mut rest = total;
         if let Some(token) = drafted
             && let Some(&weight) = self.weights.get(token as usize)
         {
-            if self.uniform() * total < weight {
+            if self.uniform() * total < f64::from(weight) {
                 return token;
             }
-            excluded = Some(token as usize);
+            rest -= f64::from(weight);
+            self.weights[token as usize] = 0.0;
         }
-        let rest = total - excluded.map_or(0.0, |i| self.weights[i]);
-        let mut target = self.uniform() * rest;
-        let mut last = None;
-        for (i, &weight) in self.weights.iter().enumerate() {
-            if Some(i) == excluded || weight == 0.0 {
-                continue;
-            }
-            last = Some(i);
-            if target < weight {
-                return i as u32;
-            }
-            target -= weight;
-        }
-        // Rounding left the target past the end: the last token that could be drawn.
-        last.map_or(0, |i| i as u32)
+        let target = self.uniform() * rest;
+        // Nothing left to draw only when the draft held all the weight: it is the choice.
+        choice::draw(&self.weights, target).map_or(drafted.unwrap_or(0), |i| i as u32)
     }
 }
 
@@ -637,6 +623,9 @@ mod tests {
         };
         assert_eq!(run(3), run(3));
         assert_ne!(run(3), run(4));
+        // Logits that are not numbers (a broken model file) give the largest number's token.
+        let mut sampler = Sampler::new(1.0, 1);
+        assert_eq!(sampler.sample(&[0.0, f32::NAN, 3.0, 1.0], None), 2);
     }
 
     #[test]
