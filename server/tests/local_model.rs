@@ -370,3 +370,41 @@ fn inside_a_tool_call_only_tokens_that_keep_it_valid_are_chosen() {
             .any(|e| matches!(e, Event::ToolCallStart { name, .. } if name == "read_file"))
     );
 }
+
+#[test]
+fn a_file_that_is_not_a_whole_gguf_model_is_refused_with_an_error_naming_it() {
+    let dir = std::env::temp_dir().join(format!("wright-bad-gguf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty.gguf", Vec::new()),
+        ("text.gguf", b"not a model at all\n".to_vec()),
+        ("magic-only.gguf", b"GGUF".to_vec()),
+    ];
+    // The real model cut short: inside its metadata, and inside its weights.
+    if let Some(path) = model_path() {
+        let bytes = std::fs::read(&path).unwrap();
+        cases.push(("cut-in-metadata.gguf", bytes[..64 * 1024].to_vec()));
+        cases.push(("cut-in-weights.gguf", bytes[..bytes.len() * 3 / 5].to_vec()));
+    }
+    for (name, bytes) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, &bytes).unwrap();
+        let error = match Loaded::load(&file) {
+            Ok(_) => panic!("{name} loaded"),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            error.contains(name),
+            "{name}: the error names the file: {error}"
+        );
+        // One line, whatever RUST_BACKTRACE says (candle attaches a backtrace when it is set).
+        assert!(!error.contains('\n'), "{name}: {error}");
+    }
+    let missing = dir.join("missing.gguf");
+    let error = Loaded::load(&missing)
+        .err()
+        .expect("a missing file")
+        .to_string();
+    assert!(error.contains("missing.gguf"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -49,10 +49,16 @@ pub enum LocalError {
     },
     #[error("not a usable model file: {0}")]
     Format(String),
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", candle_message(source))]
     Candle {
         context: String,
         source: candle_core::Error,
+    },
+    /// A load error, with the file it is about (a user may have several GGUF files).
+    #[error("{}: {source}", path.display())]
+    InFile {
+        path: PathBuf,
+        source: Box<LocalError>,
     },
     #[error(
         "the prompt needs {needed} positions but the model's context window is {context} tokens; \
@@ -63,6 +69,18 @@ pub enum LocalError {
     Degenerate(String),
     #[error("cancelled")]
     Cancelled,
+}
+
+/// candle's message without the backtrace candle attaches to its errors when `RUST_BACKTRACE`
+/// is set: what a user reads is one line, not a hundred and fifty.
+fn candle_message(error: &candle_core::Error) -> String {
+    use candle_core::Error;
+    match error {
+        Error::WithBacktrace { inner, .. } => candle_message(inner),
+        Error::Context { inner, context } => format!("{context}: {}", candle_message(inner)),
+        Error::WithPath { inner, path } => format!("{}: {}", path.display(), candle_message(inner)),
+        other => other.to_string(),
+    }
 }
 
 /// The model name that stands for the embedded default.
@@ -222,12 +240,18 @@ impl Loaded {
             path: path.to_owned(),
             source,
         })?;
-        let content = gguf_file::Content::read(&mut file).map_err(|source| LocalError::Candle {
-            context: format!("reading the GGUF header of {}", path.display()),
-            source,
-        })?;
-        let tokenizer = Tokenizer::from_gguf(&content)?;
-        let model = Model::load(path, &content)?;
+        let in_file = |source| LocalError::InFile {
+            path: path.to_owned(),
+            source: Box::new(source),
+        };
+        let content = gguf_file::Content::read(&mut file)
+            .map_err(|source| LocalError::Candle {
+                context: "cannot read a GGUF header (not a GGUF model, or one cut short)".into(),
+                source,
+            })
+            .map_err(in_file)?;
+        let tokenizer = Tokenizer::from_gguf(&content).map_err(in_file)?;
+        let model = Model::load(path, &content).map_err(in_file)?;
         Ok(Self {
             model,
             tokenizer,
