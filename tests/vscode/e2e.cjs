@@ -235,6 +235,18 @@ async function runEnded(page, mark, end = "wright: idle") {
   );
 }
 
+/**
+ * Whether the active tab shows unsaved changes: waited for a few seconds, since the tab's
+ * marker may be drawn a frame after the text it follows.
+ */
+async function activeTabDirty(page) {
+  return until(
+    "the active tab to show unsaved changes",
+    () => page.evaluate(() => !!document.querySelector(".editor-group-container.active .tab.active.dirty")),
+    5000,
+  ).catch(() => false);
+}
+
 /** Waits until a notification says `text`. */
 async function notified(page, text) {
   return until(`a notification saying "${text}"`, () =>
@@ -342,16 +354,14 @@ async function main() {
         const text = await diffSide(page, "modified");
         return text.includes(process.env.EXPECT_EDITED) ? text : "";
       });
-      result.bufferInDiff = await diffSide(page, "original");
+      result.bufferInDiff = await until("the buffer's side of the diff", () => diffSide(page, "original"));
       await runEnded(page, mark);
       await runCommand(page, "Wright: Accept Edits");
       await fileTab(page);
       result.afterAccept = await fileText(page, "the accepted edit in the editor", (text) =>
         text.includes(process.env.EXPECT_EDITED),
       );
-      result.dirtyAfterAccept = await page.evaluate(
-        () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
-      );
+      result.dirtyAfterAccept = await activeTabDirty(page);
       // A second proposal, rejected: the buffer keeps the accepted text.
       mark = await statusMark(page);
       await runTask(page, process.env.SECOND_TASK);
@@ -375,9 +385,7 @@ async function main() {
         const text = await editorText(page);
         return text.includes(process.env.EXPECT_EDITED) ? text : "";
       });
-      result.dirtyAfterRun = await page.evaluate(
-        () => !!document.querySelector(".editor-group-container.active .tab.active.dirty"),
-      );
+      result.dirtyAfterRun = await activeTabDirty(page);
       await runEnded(page, mark);
       // The run's events, as the "Wright" output channel shows them (the panel maximized, so
       // that every line of the run is rendered).
@@ -436,7 +444,14 @@ async function main() {
       await until("the stalled run's first words in the Wright channel", async () =>
         /\] Thinking/.test(await outputText(page)),
       );
-      result.statusWhileStalled = await page.evaluate((mark) => window.__wrightSeen.statusTrail.slice(mark), runMark);
+      // The channel and the status bar are updated by separate messages: the step may show a
+      // moment after the first words.
+      result.statusWhileStalled = await until("the stalled run's step in the status bar", () =>
+        page.evaluate((mark) => {
+          const trail = window.__wrightSeen.statusTrail.slice(mark);
+          return trail.some((text) => /wright: step \d/.test(text)) ? trail : null;
+        }, runMark),
+      );
       await runCommand(page, "Wright: Cancel");
       await runEnded(page, runMark);
       result.channelAfterCancel = await until("the cancellation in the Wright channel", async () => {
