@@ -368,7 +368,7 @@ fn sampler_section(vocab: usize) -> String {
         ));
     });
     format!(
-        "Sampling one token from {vocab} logits at temperature {TEMPERATURE}, fastest of {reps}; \
+        "\nSampling one token from {vocab} logits at temperature {TEMPERATURE}, fastest of {reps}; \
          peer: the plain computation the sampler used before (`f64` softmax with the library's \
          `exp`, scalar scan: `choice::plain_sample`, built as optimised as the kernels).\n\n\
          | plain | `wright-kernels` (`choice`) | ratio |\n|---:|---:|---:|\n\
