@@ -2,8 +2,8 @@
 //! memory; the Q8_0 product of `wright-kernels` against candle's; what a forward pass over k
 //! tokens costs against k single passes; and whole-file rewrites of real source files (one
 //! function edited, the whole file out) with prompt-lookup speculation against plain
-//! decoding, same model, same run, checking that the two outputs are identical; and the same
-//! at a temperature, where speculation keeps the distribution rather than the bytes, with what
+//! decoding, same model, same run, checking that the two outputs are identical, and how fast
+//! their prompts are read; the same at a temperature, where speculation keeps the distribution rather than the bytes, with what
 //! sampling one token costs against the plain computation the sampler replaced.
 
 use std::path::PathBuf;
