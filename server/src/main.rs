@@ -33,7 +33,8 @@ mod tree_sitter_allocator {
 
     fn non_null(pointer: *mut c_void, size: usize) -> *mut c_void {
         if pointer.is_null() && size != 0 {
-            std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(size, 16).unwrap());
+            let layout = std::alloc::Layout::from_size_align(size, 16);
+            std::alloc::handle_alloc_error(layout.unwrap_or(std::alloc::Layout::new::<u128>()));
         }
         pointer
     }
@@ -57,7 +58,8 @@ mod tree_sitter_allocator {
         unsafe { mi_free(pointer) }
     }
 
-    /// Installs the four. Called first thing in `main`, before any tree-sitter object exists.
+    /// Installs the four. Called in `main` before anything else runs that could touch
+    /// tree-sitter.
     pub fn install() {
         // SAFETY: one allocator family, libc's alignment (mimalloc aligns to 16 like glibc),
         // never null for a non-zero size (`non_null` aborts instead), and no tree-sitter
