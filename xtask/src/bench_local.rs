@@ -3,8 +3,9 @@
 //! tokens costs against k single passes; and whole-file rewrites of real source files (one
 //! function edited, the whole file out) with prompt-lookup speculation against plain
 //! decoding, same model, same run, checking that the two outputs are identical, and how fast
-//! their prompts are read; the same at a temperature, where speculation keeps the distribution rather than the bytes, with what
-//! sampling one token costs against the plain computation the sampler replaced.
+//! their prompts are read; the same at a temperature, where speculation keeps the distribution
+//! rather than the bytes, with what sampling one token costs against the plain computation the
+//! sampler replaced.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -106,6 +107,19 @@ fn rewrite_request(path: &str, original: &str, from: &str, to: &str, max_tokens:
         prediction: Some(format!("```{fence}\n{original}```")),
         ..Request::default()
     }
+}
+
+/// The rewrite requests of the [`REWRITES`] files this machine has: each file's first `lines`
+/// lines, its function renamed, at most `max_tokens` out.
+fn rewrites(lines: usize, max_tokens: u32) -> Vec<(&'static str, Request)> {
+    REWRITES
+        .iter()
+        .filter_map(|&(file, from, to)| {
+            let text = std::fs::read_to_string(crate::project_root().join(file)).ok()?;
+            let original: String = text.lines().take(lines).map(|l| format!("{l}\n")).collect();
+            Some((file, rewrite_request(file, &original, from, to, max_tokens)))
+        })
+        .collect()
 }
 
 /// The fastest of `reps` runs of `work`, in seconds.
@@ -279,20 +293,16 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
          |---|---:|---:|---:|---:|---:|---:|---|\n"
     ));
     let (mut plain_time, mut fast_time, mut total_tokens) = (0.0, 0.0, 0usize);
-    let (mut prompt_tokens, mut prefill_time, mut rewrites) = (0usize, 0.0, 0usize);
+    let (mut prompt_tokens, mut prefill_time) = (0usize, 0.0);
+    let requests = rewrites(lines, max_tokens);
     let mut all_identical = true;
-    for (file, from, to) in REWRITES {
-        let Ok(text) = std::fs::read_to_string(crate::project_root().join(file)) else {
-            continue;
-        };
-        let original: String = text.lines().take(lines).map(|l| format!("{l}\n")).collect();
-        let request = rewrite_request(file, &original, from, to, max_tokens);
+    for (file, request) in &requests {
         // Each twice, alternating, the faster run of each kept: the machine is shared, and a
         // burst of load during one run should not decide the ratio.
-        let (plain_text, mut plain) = run_one(&loaded, &request, None, None)?;
-        let (fast_text, mut fast) = run_one(&loaded, &request, Some(Speculation::default()), None)?;
-        let (plain_again, plain2) = run_one(&loaded, &request, None, None)?;
-        let (fast_again, fast2) = run_one(&loaded, &request, Some(Speculation::default()), None)?;
+        let (plain_text, mut plain) = run_one(&loaded, request, None, None)?;
+        let (fast_text, mut fast) = run_one(&loaded, request, Some(Speculation::default()), None)?;
+        let (plain_again, plain2) = run_one(&loaded, request, None, None)?;
+        let (fast_again, fast2) = run_one(&loaded, request, Some(Speculation::default()), None)?;
         if plain2.decode < plain.decode {
             plain = plain2;
         }
@@ -311,7 +321,6 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         total_tokens += plain.generated;
         prompt_tokens += plain.prompt_tokens;
         prefill_time += plain.prefill.as_secs_f64();
-        rewrites += 1;
         out.push_str(&format!(
             "| `{file}` | {} | {:.1} | {:.1} | {:.2}× | {} / {} | {} of {} | {} |\n",
             plain.generated,
@@ -344,7 +353,7 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         prefill_time,
         prompt_tokens as f64 / prefill_time,
         (prompt_tokens as f64 / prefill_time) / (total_tokens as f64 / plain_time),
-        prefill_time * 1e3 / rewrites.max(1) as f64,
+        prefill_time * 1e3 / requests.len().max(1) as f64,
     ));
     out.push_str(&sampler_section(loaded.model.config.vocab_size));
     out.push_str(&sampled_rewrites(&loaded, lines, max_tokens)?);
@@ -404,12 +413,7 @@ fn sampled_rewrites(loaded: &Loaded, lines: usize, max_tokens: u32) -> anyhow::R
     );
     let rate = |(tokens, time): (usize, f64)| tokens as f64 / time.max(1e-9);
     let (mut plain_total, mut fast_total) = ((0usize, 0.0), (0usize, 0.0));
-    for (file, from, to) in REWRITES {
-        let Ok(text) = std::fs::read_to_string(crate::project_root().join(file)) else {
-            continue;
-        };
-        let original: String = text.lines().take(lines).map(|l| format!("{l}\n")).collect();
-        let request = rewrite_request(file, &original, from, to, max_tokens);
+    for (file, request) in rewrites(lines, max_tokens) {
         let (mut plain, mut fast) = ((0usize, 0.0), (0usize, 0.0));
         let (mut accepted, mut drafted) = (0, 0);
         for seed in [1, 2] {
