@@ -787,6 +787,15 @@ struct TwoEdits {
     second: String,
 }
 
+/// `wright/undo` with `params`, its edit applied by the editor (the buffer at `uri` becoming
+/// version `version`, holding `text`); the response.
+fn undo_applied(editor: &mut Editor, params: Value, uri: &str, version: i32, text: &str) -> Value {
+    let undo = editor.send_request("wright/undo", params);
+    let (id, _) = apply_edit_request(editor);
+    applies(editor, &id, uri, version, text);
+    editor.expect_response(&json!(undo))
+}
+
 fn a_session_of_two_edits(dir: &TempDir, provider: &ScriptedProvider) -> TwoEdits {
     dir.write("ws/src/lib.rs", LIB);
     provider.push(Reply::stream(
@@ -834,13 +843,13 @@ fn undo_goes_back_to_a_checkpoint() {
     assert_eq!(sessions["sessions"][0]["checkpoints"], 2);
 
     // Back to the first checkpoint: the rename goes, the fix stays.
-    let undo = editor.send_request(
-        "wright/undo",
+    let undone = undo_applied(
+        &mut editor,
         json!({"sessionId": session, "checkpoint": 1}),
+        &uri,
+        4,
+        &first,
     );
-    let (id, _) = apply_edit_request(&mut editor);
-    applies(&mut editor, &id, &uri, 4, &first);
-    let undone = editor.expect_response(&json!(undo));
     assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
     assert_eq!(editor.text_of(&uri), (4, first));
     let sessions = editor.request("wright/sessions", json!(null));
@@ -879,13 +888,13 @@ fn a_sessions_edits_can_be_undone_after_the_server_restarts() {
     let sessions = editor.request("wright/sessions", json!(null));
     assert_eq!(sessions["sessions"][0]["sessionId"], session.as_str());
     assert_eq!(sessions["sessions"][0]["checkpoints"], 2, "{sessions}");
-    let undo = editor.send_request(
-        "wright/undo",
+    let undone = undo_applied(
+        &mut editor,
         json!({"sessionId": session, "checkpoint": 1}),
+        &uri,
+        2,
+        &first,
     );
-    let (id, _) = apply_edit_request(&mut editor);
-    applies(&mut editor, &id, &uri, 2, &first);
-    let undone = editor.expect_response(&json!(undo));
     assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
     let sessions = editor.request("wright/sessions", json!(null));
     assert_eq!(sessions["sessions"][0]["checkpoints"], 1, "{sessions}");
@@ -894,10 +903,7 @@ fn a_sessions_edits_can_be_undone_after_the_server_restarts() {
     // After a kill, the last session (no id given) goes back to before the agent.
     let mut editor = start(&dir, &provider);
     editor.open(&uri, "rust", 1, &first);
-    let undo = editor.send_request("wright/undo", json!({}));
-    let (id, _) = apply_edit_request(&mut editor);
-    applies(&mut editor, &id, &uri, 2, LIB);
-    let undone = editor.expect_response(&json!(undo));
+    let undone = undo_applied(&mut editor, json!({}), &uri, 2, LIB);
     assert_eq!(undone["result"]["sessionId"], session.as_str(), "{undone}");
     assert_eq!(editor.text_of(&uri), (2, LIB.to_owned()));
     let sessions = editor.request("wright/sessions", json!(null));
