@@ -166,7 +166,8 @@ impl CheckpointLog {
 
     fn warn(&self, err: &std::io::Error) {
         tracing::warn!(
-            "could not record undo checkpoints in {}: {err}; this session's edits cannot be              undone after the server restarts",
+            "could not record undo checkpoints in {}: {err}; this session's edits cannot be \
+             undone after the server restarts",
             self.path.display()
         );
     }
