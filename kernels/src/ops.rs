@@ -92,6 +92,9 @@ pub fn rotate_and_cache(rows: RowsToCache<'_>, cache: KvViewMut<'_>) {
     let half = hd / 2;
     let kv_dim = cache.kv_heads * hd;
     let count = k.len() / kv_dim;
+    if count == 0 {
+        return;
+    }
     let dim = q.len() / count;
     for i in 0..count {
         let position = first + i;
