@@ -10,6 +10,7 @@ pub mod config;
 pub mod doctor;
 pub mod durable;
 pub mod edit;
+pub mod files;
 pub mod index;
 pub mod languages;
 pub mod llm;
