@@ -338,6 +338,9 @@ fn output(outcome: &Outcome, note: Option<String>) -> CommandOutput {
                 ChangeKind::Deleted => "deleted",
             };
             let mut line = format!("{kind} {}", change.path.display());
+            if let Some(note) = &change.note {
+                line.push_str(&format!(" ({note})"));
+            }
             if let Some(diff) = &change.diff {
                 line.push('\n');
                 line.push_str(diff);

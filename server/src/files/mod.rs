@@ -139,6 +139,9 @@ pub struct Stat {
     pub uid: u32,
     /// Bytes allocated on disk.
     pub blocks_bytes: u64,
+    /// The device a device node stands for (0 for other files; overlayfs's whiteouts are
+    /// character devices 0/0).
+    pub rdev: u64,
 }
 
 impl Stat {
@@ -154,6 +157,7 @@ impl Stat {
             dev: stat.st_dev,
             uid: stat.st_uid,
             blocks_bytes: (stat.st_blocks as u64).saturating_mul(512),
+            rdev: stat.st_rdev,
         }
     }
 
@@ -245,6 +249,109 @@ impl Dir {
     /// The folder itself.
     pub fn stat(&self) -> io::Result<Stat> {
         Ok(Stat::of(&rustix::fs::fstat(&self.fd)?))
+    }
+
+    /// The regular file `name` opened for reading (never a link, FIFO or device, and the
+    /// open never blocks).
+    pub fn open_regular(&self, name: &OsStr) -> io::Result<std::fs::File> {
+        let stat = self.lstat(name)?;
+        if !stat.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is not a regular file but {}",
+                    Path::new(name).display(),
+                    kind_name(stat.kind)
+                ),
+            ));
+        }
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let file = std::fs::File::from(fd);
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} changed while opened", Path::new(name).display()),
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Creates the file `name`, which must not exist (`O_EXCL | O_NOFOLLOW`: whatever is
+    /// there, a link included, makes it fail).
+    pub fn create_new(&self, name: &OsStr, mode: u32) -> io::Result<std::fs::File> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )?;
+        Ok(std::fs::File::from(fd))
+    }
+
+    /// Creates the folder `name`.
+    pub fn create_dir(&self, name: &OsStr, mode: u32) -> io::Result<()> {
+        Ok(rustix::fs::mkdirat(
+            &self.fd,
+            name,
+            Mode::from_raw_mode(mode),
+        )?)
+    }
+
+    /// Creates the symbolic link `name` pointing at `target` (its text is not looked at).
+    pub fn symlink(&self, target: &Path, name: &OsStr) -> io::Result<()> {
+        Ok(rustix::fs::symlinkat(target, &self.fd, name)?)
+    }
+
+    /// The target text of the link `name`.
+    pub fn read_link(&self, name: &OsStr) -> io::Result<PathBuf> {
+        let target = rustix::fs::readlinkat(&self.fd, name, Vec::new())?;
+        Ok(PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+    }
+
+    /// Removes the entry `name` whatever it is: a file, link, FIFO or device node itself, or
+    /// a folder with everything in it (descending through handles, never through a link).
+    pub fn remove_entry(&self, name: &OsStr) -> io::Result<()> {
+        match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Err(Errno::ISDIR) | Err(Errno::PERM) if self.lstat(name)?.is_dir() => {
+                let child = self.open_dir(name)?;
+                for entry in child.entries()? {
+                    child.remove_entry(&entry.name)?;
+                }
+                drop(child);
+                Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Sets the permission bits of the entry `name` (a folder or file; never through a link).
+    pub fn set_mode(&self, name: &OsStr, mode: u32) -> io::Result<()> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) == FileType::Symlink {
+            return Ok(());
+        }
+        // fchmod does not take an O_PATH descriptor; its /proc name does, for exactly this
+        // inode.
+        let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+        Ok(rustix::fs::chmod(
+            proc_path.as_str(),
+            Mode::from_raw_mode(mode),
+        )?)
+    }
+
+    /// The folder's descriptor (for calls `files` has no wrapper for, such as `FICLONE`).
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -407,6 +514,11 @@ impl Root {
         self.open_dir(path)?
             .entries()
             .map_err(|err| FileError::from_io(path, err))
+    }
+
+    /// The root folder itself, for a walk of the whole tree.
+    pub fn open_root_dir(&self) -> Result<Dir, FileError> {
+        self.open_dir(Path::new(""))
     }
 
     /// Opens the folder `path` leads to, for a walk.

@@ -48,7 +48,7 @@ impl Refusal {
             Refused::Limit(Exceeded::WallTime | Exceeded::CpuTime) => Some(Widening::DoubleTimeout),
             Refused::Limit(Exceeded::Memory) => Some(Widening::DoubleMemory),
             Refused::Limit(Exceeded::Processes) => Some(Widening::DoubleProcesses),
-            Refused::Limit(Exceeded::FileSize | Exceeded::Output) => None,
+            Refused::Limit(Exceeded::FileSize | Exceeded::Output | Exceeded::Disk) => None,
         }
     }
 

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, Report, STATUS_FD};
+use super::supervisor::{self, Supervisor};
 use super::{Network, landlock_rules, seccomp};
 
 /// A failed setup step: the stage names the step, for the error the runner reports.
@@ -270,6 +271,7 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
     if spec.network != Network::Host {
         flags |= libc::CLONE_NEWNET;
     }
+    let host_limits = UserLimits::read_host();
     // SAFETY: this process is single-threaded (main calls us before any thread starts).
     check("unsharing namespaces", unsafe { libc::unshare(flags) })?;
     // Map our own ids only: no privilege is needed for that, and it keeps files the command
@@ -284,10 +286,11 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
     write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
 
-    let filter = seccomp::compile(spec.network).map_err(|error| Failure {
-        stage: "compiling the seccomp filter",
-        error: io::Error::other(error.to_string()),
-    })?;
+    let filter =
+        seccomp::compile(spec.network, seccomp::Sockets::Supervised).map_err(|error| Failure {
+            stage: "compiling the seccomp filter",
+            error: io::Error::other(error.to_string()),
+        })?;
 
     // The init holds the write end of this pipe (close-on-exec, so the command does not): its
     // end of file tells us the init, and so the whole namespace, is gone.
@@ -305,7 +308,7 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
             libc::close(alive[0]);
             libc::close(control);
         }
-        let code = init_main(spec, &filter);
+        let code = init_main(spec, &filter, &host_limits);
         // SAFETY: leave without running the parent's exit handlers twice.
         unsafe { libc::_exit(code) }
     }
@@ -379,8 +382,74 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
     Ok(0)
 }
 
+/// Per-user kernel resources (the `/proc/sys/user` counters, kept per user namespace and
+/// charged to every namespace above): a command in the run's namespace gets a quarter of
+/// what the host allows its user for inotify and fanotify, so the host's own programs keep
+/// working while it runs, and no nested namespace of any kind (the run's were made already;
+/// the seccomp filter refuses them too).
+struct UserLimits {
+    host: Vec<(&'static str, u64)>,
+}
+
+/// The counters bounded to a share of the host's.
+const SHARED_LIMITS: &[&str] = &[
+    "max_inotify_instances",
+    "max_inotify_watches",
+    "max_fanotify_groups",
+    "max_fanotify_marks",
+];
+
+/// The counters set to zero.
+const NO_NAMESPACES: &[&str] = &[
+    "max_user_namespaces",
+    "max_mnt_namespaces",
+    "max_pid_namespaces",
+    "max_net_namespaces",
+    "max_ipc_namespaces",
+    "max_uts_namespaces",
+    "max_cgroup_namespaces",
+    "max_time_namespaces",
+];
+
+impl UserLimits {
+    /// The host's values, read before unsharing (a new namespace starts unbounded and shows
+    /// its own).
+    fn read_host() -> Self {
+        let host = SHARED_LIMITS
+            .iter()
+            .filter_map(|name| {
+                let value = std::fs::read_to_string(format!("/proc/sys/user/{name}")).ok()?;
+                Some((*name, value.trim().parse().ok()?))
+            })
+            .collect();
+        Self { host }
+    }
+
+    /// Writes the bounds into the namespace just made (its root may); says what held.
+    fn bound_this_namespace(&self) -> String {
+        let mut failed = Vec::new();
+        let mut set = |name: &str, value: u64| {
+            if std::fs::write(format!("/proc/sys/user/{name}"), value.to_string()).is_err() {
+                failed.push(name.to_owned());
+            }
+        };
+        for (name, host) in &self.host {
+            set(name, (host / 4).max(1));
+        }
+        for name in NO_NAMESPACES {
+            set(name, 0);
+        }
+        if failed.is_empty() {
+            "inotify and fanotify bounded to a quarter of the user's, no nested namespaces"
+                .to_owned()
+        } else {
+            format!("not bounded by this kernel: {}", failed.join(", "))
+        }
+    }
+}
+
 /// The init: pid 1 of the run's pid namespace.
-fn init_main(spec: &HelperSpec, filter: &seccomp::Program) -> i32 {
+fn init_main(spec: &HelperSpec, filter: &seccomp::Program, limits: &UserLimits) -> i32 {
     // SAFETY: plain process-attribute calls.
     unsafe {
         // If the helper is killed (the runner's last resort), take the namespace down too.
@@ -388,52 +457,311 @@ fn init_main(spec: &HelperSpec, filter: &seccomp::Program) -> i32 {
         // No controlling terminal: nothing can be injected into the user's.
         libc::setsid();
     }
-    if let Err(failure) = build_mount_tree(spec).and_then(|()| network(spec)) {
+    let fail = |stage: &str, error: String| {
         report(&Report::SetupFailed {
-            stage: failure.stage.to_owned(),
-            error: failure.error.to_string(),
+            stage: stage.to_owned(),
+            error,
         });
-        return 125;
+        125
+    };
+    // Opened before the mount tree hides wright's own folders, where the layer lives.
+    let mut disk = DiskWatch::open(spec);
+    if let Err(failure) = build_mount_tree(spec).and_then(|()| network(spec)) {
+        return fail(failure.stage, failure.error.to_string());
     }
     let _ = hostname();
-    match landlock_rules::restrict(spec) {
-        Ok(status) => report(&Report::Landlock { status }),
-        Err(error) => {
-            report(&Report::SetupFailed {
-                stage: "applying landlock".to_owned(),
-                error,
-            });
-            return 125;
+    // After the mount tree: cloning its trees made mount namespaces of their own.
+    report(&Report::KernelLimits {
+        status: limits.bound_this_namespace(),
+    });
+    let mut mounts = Vec::new();
+    let mut writable = vec![spec.workspace.clone(), "/tmp".into(), "/dev/shm".into()];
+    writable.extend(spec.extra_writable.iter().cloned());
+    for path in &writable {
+        match supervisor::mount_id(path) {
+            Ok(id) => mounts.push(id),
+            Err(error) => return fail("reading the writable mounts", error.to_string()),
         }
     }
-    // SAFETY: the init is single-threaded.
+    let scoped = match landlock_rules::restrict(spec) {
+        Ok((status, scoped)) => {
+            report(&Report::Landlock { status });
+            scoped
+        }
+        Err(error) => return fail("applying landlock", error),
+    };
+    let policy = supervisor::Policy {
+        mounts,
+        // Abstract names belong to a network namespace: the run's own, unless it shares the
+        // host's, where only landlock's scope (ABI 6) keeps them apart.
+        abstract_scoped: spec.network != Network::Host || scoped,
+    };
+    // SIGCHLD arrives on a descriptor, so one poll waits for the command, the supervisor's
+    // calls and the disk check alike.
+    // SAFETY: a sigset built with the libc calls, blocked before the fork so none is lost.
+    let signals = unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        libc::sigaddset(&mut mask, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
+        libc::signalfd(-1, &mask, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK)
+    };
+    if signals < 0 {
+        return fail(
+            "waiting for the command",
+            io::Error::last_os_error().to_string(),
+        );
+    }
+    // The command hands its connect filter's listener over this pair.
+    let mut handoff = [0; 2];
+    // SAFETY: a valid two-element array.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            handoff.as_mut_ptr(),
+        )
+    } < 0
+    {
+        return fail(
+            "creating the supervisor's channel",
+            io::Error::last_os_error().to_string(),
+        );
+    }
+    // SAFETY: the init is single-threaded until the fork below.
     let command = unsafe { libc::fork() };
     if command < 0 {
-        report(&Report::SetupFailed {
-            stage: "forking the command".to_owned(),
-            error: io::Error::last_os_error().to_string(),
-        });
-        return 125;
+        return fail(
+            "forking the command",
+            io::Error::last_os_error().to_string(),
+        );
     }
     if command == 0 {
-        exec_command(spec, filter);
+        // SAFETY: the child's copies of descriptors it must not keep.
+        unsafe {
+            libc::close(handoff[0]);
+            libc::close(signals);
+        }
+        exec_command(spec, filter, handoff[1]);
     }
+    // SAFETY: the command has its own copy.
+    unsafe { libc::close(handoff[1]) };
+    // Blocks until the command sent the listener, or died (or exec'd) without: end of file.
+    let supervisor = receive_fd(handoff[0]).map(|listener| Supervisor::new(listener, policy));
+    // SAFETY: the channel has served.
+    unsafe { libc::close(handoff[0]) };
     // Reap everything (orphans re-parent to us) until the command itself exits; returning then
     // ends the namespace and with it whatever the command left running.
+    let mut listening = supervisor.is_some();
     loop {
-        let mut status = 0;
-        // SAFETY: waiting for any child of ours.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if pid == command {
-            report(&Report::Command {
-                wait_status: status,
-            });
-            return 0;
-        }
-        if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        let mut fds = [
+            libc::pollfd {
+                fd: signals,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: match &supervisor {
+                    Some(supervisor) if listening => supervisor.fd(),
+                    _ => -1,
+                },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let timeout = disk.as_ref().map_or(-1, DiskWatch::wait_ms);
+        // SAFETY: a valid array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        if n < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return 125;
         }
+        if fds[1].revents & libc::POLLIN != 0
+            && let Some(supervisor) = &supervisor
+        {
+            supervisor.handle_one();
+        } else if fds[1].revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            // No process of the run is under the filter any more.
+            listening = false;
+        }
+        if let Some(watch) = &mut disk
+            && let Some(bytes) = watch.check()
+        {
+            report(&Report::DiskExceeded { bytes });
+            // SAFETY: in its own pid namespace, kill(-1) from the init reaches every other
+            // process of the run and nothing outside it.
+            unsafe { libc::kill(-1, libc::SIGKILL) };
+            disk = None;
+        }
+        if fds[0].revents != 0 {
+            let mut info = [0u8; 128];
+            // SAFETY: draining the signalfd into a buffer of a siginfo's size.
+            while unsafe { libc::read(signals, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+            loop {
+                let mut status = 0;
+                // SAFETY: waiting for any child of ours, without blocking.
+                let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+                if pid == command {
+                    report(&Report::Command {
+                        wait_status: status,
+                    });
+                    return 0;
+                }
+                if pid <= 0 {
+                    break;
+                }
+            }
+        }
     }
+}
+
+/// Receives one descriptor (`SCM_RIGHTS`) on `socket`; `None` at end of file.
+fn receive_fd(socket: i32) -> Option<std::os::fd::OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: a zeroed msghdr is valid; the pointers below outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = std::mem::size_of_val(&control);
+    loop {
+        // SAFETY: a valid msghdr; a descriptor received is close-on-exec.
+        let n = unsafe { libc::recvmsg(socket, &mut message, libc::MSG_CMSG_CLOEXEC) };
+        if n > 0 {
+            break;
+        }
+        if n == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+    // SAFETY: reading the one control message the kernel filled in.
+    unsafe {
+        let header = libc::CMSG_FIRSTHDR(&message);
+        if header.is_null()
+            || (*header).cmsg_level != libc::SOL_SOCKET
+            || (*header).cmsg_type != libc::SCM_RIGHTS
+        {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<i32>());
+        Some(std::os::fd::FromRawFd::from_raw_fd(fd))
+    }
+}
+
+/// Sends the descriptor `fd` over `socket` (`SCM_RIGHTS`).
+fn send_fd(socket: i32, fd: i32) -> io::Result<()> {
+    let byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_ptr().cast_mut().cast(),
+        iov_len: 1,
+    };
+    let mut space = [0u64; 4];
+    // SAFETY: a zeroed msghdr is valid; the control buffer holds one SCM_RIGHTS message of
+    // one descriptor (CMSG_SPACE(4) is 24 bytes on 64-bit Linux, within `space`).
+    let sent = unsafe {
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = space.as_mut_ptr().cast();
+        message.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        let header = libc::CMSG_FIRSTHDR(&message);
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<i32>(), fd);
+        libc::sendmsg(socket, &message, libc::MSG_NOSIGNAL)
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The bound on what a snapshot run writes (`sandbox.disk_mb`): its layer (measured as the
+/// blocks allocated, against what it held when the run started), /tmp and /dev/shm, checked
+/// every quarter second, less often when measuring the layer takes long (at most a
+/// twentieth of the time goes to it). A run can pass the bound by what it writes between
+/// two checks before everything in it is killed.
+struct DiskWatch {
+    layer: Option<(crate::files::Dir, u64)>,
+    limit: u64,
+    interval: Duration,
+    next: Instant,
+}
+
+impl DiskWatch {
+    fn open(spec: &HelperSpec) -> Option<Self> {
+        let limit = spec.disk_bytes?;
+        let layer = match &spec.layer {
+            Some(Layer::Overlay { upper, .. }) => Some(upper.clone()),
+            Some(Layer::Copy { tree }) => Some(tree.clone()),
+            None => None,
+        }
+        .and_then(|path| crate::files::Root::open_layer(path).ok())
+        .and_then(|root| root.open_root_dir().ok())
+        .map(|dir| {
+            let baseline = allocated(&dir);
+            (dir, baseline)
+        });
+        Some(Self {
+            layer,
+            limit,
+            interval: Duration::from_millis(250),
+            next: Instant::now() + Duration::from_millis(250),
+        })
+    }
+
+    fn wait_ms(&self) -> i32 {
+        self.next
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .min(i32::MAX as u128) as i32
+    }
+
+    /// The bytes written, when past the limit and it is time to look.
+    fn check(&mut self) -> Option<u64> {
+        if Instant::now() < self.next {
+            return None;
+        }
+        let started = Instant::now();
+        let layer = self.layer.as_ref().map_or(0, |(dir, baseline)| {
+            allocated(dir).saturating_sub(*baseline)
+        });
+        let used = layer + tmpfs_used("/tmp") + tmpfs_used("/dev/shm");
+        self.interval = Duration::from_millis(250).max(started.elapsed() * 20);
+        self.next = Instant::now() + self.interval;
+        (used > self.limit).then_some(used)
+    }
+}
+
+/// The bytes allocated under `dir`, through handles (never a link, any depth).
+fn allocated(dir: &crate::files::Dir) -> u64 {
+    let Ok(entries) = dir.entries() else {
+        return 0;
+    };
+    let mut total = dir.stat().map_or(0, |s| s.blocks_bytes);
+    for entry in entries {
+        if entry.kind == rustix::fs::FileType::Directory {
+            if let Ok(child) = dir.open_dir(&entry.name) {
+                total += allocated(&child);
+            }
+        } else if let Ok(stat) = dir.lstat(&entry.name) {
+            total += stat.blocks_bytes;
+        }
+    }
+    total
+}
+
+/// The bytes in use on the tmpfs at `path`.
+fn tmpfs_used(path: &str) -> u64 {
+    rustix::fs::statfs(path).map_or(0, |fs| {
+        (fs.f_blocks.saturating_sub(fs.f_bfree)).saturating_mul(fs.f_bsize as u64)
+    })
 }
 
 #[repr(C)]
@@ -626,14 +954,23 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         let _ = std::os::unix::fs::symlink(target, Path::new("/dev").join(link));
     }
     make_dir(Path::new("/dev/shm"), 0o1777)?;
+    // What a hidden path is covered with: an empty folder or file, read-only.
+    make_dir(Path::new(EMPTY_DIR), 0o555)?;
+    std::fs::write(EMPTY_FILE, b"").map_err(|error| Failure {
+        stage: "creating the empty file hidden files are covered with",
+        error,
+    })?;
     mount_setattr("making /dev read-only", c"/dev", false, MOUNT_ATTR_RDONLY)?;
+    // Sized, so a command cannot fill the memory of the host with files (tmpfs pages are
+    // also charged to the run's memory limit).
+    let sized = format!("mode=1777,size={}", spec.tmp_bytes.max(1 << 20));
     mount(
         "mounting /dev/shm",
         c"tmpfs",
         Path::new("/dev/shm"),
         c"tmpfs",
         nosuid_nodev,
-        "mode=1777",
+        &sized,
     )?;
     mount(
         "mounting the private /tmp",
@@ -641,7 +978,7 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         Path::new("/tmp"),
         c"tmpfs",
         nosuid_nodev,
-        "mode=1777",
+        &sized,
     )?;
     // /proc of the new pid namespace: only the run's own processes are visible.
     mount(
@@ -652,6 +989,7 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         nosuid_nodev | libc::MS_NOEXEC,
         "",
     )?;
+    let writable_paths: Vec<PathBuf> = writable.iter().map(|(path, _)| path.clone()).collect();
     for (path, tree) in writable {
         // Under a tmpfs the mount point must be made; elsewhere it exists already.
         std::fs::create_dir_all(&path).map_err(|error| Failure {
@@ -660,7 +998,49 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         })?;
         attach_tree("attaching a writable tree", tree, &path)?;
     }
+    // In place, `.git`, `.wright` and the protected paths become read-only: a command cannot
+    // plant a hook, a `core.fsmonitor` or a configuration that runs later, outside.
+    for path in &spec.protected {
+        let c = cstring("protecting a path", path)?;
+        bind(&c, &c, "protecting a path")?;
+        mount_setattr("protecting a path", &c, true, MOUNT_ATTR_RDONLY)?;
+    }
+    // Credential stores, wright's own folders and the user's runtime folder (its sockets
+    // included) are covered with an empty folder or file. A path that holds a writable tree
+    // cannot be covered without hiding that tree too, and is left as it is.
+    for path in &spec.hidden {
+        if writable_paths.iter().any(|w| w.starts_with(path)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let source = if meta.is_dir() { EMPTY_DIR } else { EMPTY_FILE };
+        let source = cstring("hiding a path", Path::new(source))?;
+        let target = cstring("hiding a path", path)?;
+        bind(&source, &target, "hiding a path")?;
+        mount_setattr("hiding a path", &target, false, MOUNT_ATTR_RDONLY)?;
+    }
     Ok(())
+}
+
+/// The empty folder and file hidden paths are covered with (in the sandbox's own /dev).
+const EMPTY_DIR: &str = "/dev/.wright-empty";
+const EMPTY_FILE: &str = "/dev/.wright-empty-file";
+
+/// A bind mount of `source` on `target`.
+fn bind(source: &CStr, target: &CStr, stage: &'static str) -> Step<()> {
+    // SAFETY: valid C strings; no data.
+    let ret = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        )
+    };
+    check(stage, ret).map(drop)
 }
 
 fn make_dir(path: &Path, mode: u32) -> Step<()> {
@@ -713,8 +1093,9 @@ fn hostname() -> io::Result<()> {
     Ok(())
 }
 
-/// The command's own process: limits, no capabilities, the filter, exec. Never returns.
-fn exec_command(spec: &HelperSpec, filter: &seccomp::Program) -> ! {
+/// The command's own process: limits, no capabilities, the filters (the connect filter's
+/// listener sent to the init over `handoff`), exec. Never returns.
+fn exec_command(spec: &HelperSpec, filter: &seccomp::Program, handoff: i32) -> ! {
     let name = spec.argv.first().map_or("", String::as_str);
     let die = |what: &str, error: io::Error, code: i32| -> ! {
         let message = format!("wright sandbox: {what}: {error}\n");
@@ -772,14 +1153,28 @@ fn exec_command(spec: &HelperSpec, filter: &seccomp::Program) -> ! {
             libc::CLOSE_RANGE_CLOEXEC,
         )
     };
+    // The connect filter first (the main filter refuses a second listener), its listener to
+    // the init, which supervises every connect from here on.
+    if handoff >= 0 {
+        let listener = seccomp::install(
+            &seccomp::connect_filter(),
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+        )
+        .and_then(|listener| {
+            let sent = send_fd(handoff, listener);
+            // SAFETY: the init has its own copy now (or none, and the run fails).
+            unsafe {
+                libc::close(listener);
+                libc::close(handoff);
+            }
+            sent
+        });
+        if let Err(error) = listener {
+            die("installing the connect supervisor's filter", error, 126);
+        }
+    }
     // Last, because the filters also refuse calls the steps above make.
-    #[cfg(target_arch = "x86_64")]
-    let x32 = seccomp::x32_guard();
-    #[cfg(target_arch = "x86_64")]
-    let filters = [filter, &x32];
-    #[cfg(not(target_arch = "x86_64"))]
-    let filters = [filter];
-    for filter in filters {
+    for filter in [filter, &seccomp::guard()] {
         if let Err(error) = seccompiler::apply_filter(filter) {
             die(
                 "applying the seccomp filter",
@@ -852,6 +1247,11 @@ fn set_rlimits(spec: &HelperSpec) -> io::Result<()> {
     // bound (root's own processes are exempt from RLIMIT_NPROC).
     set(libc::RLIMIT_NPROC, limits.processes, limits.processes)?;
     set(libc::RLIMIT_CORE, 0, 0)?;
+    // Counted per user across namespaces like the inotify counters: a run gets a share of
+    // signals queued and POSIX message-queue bytes, and little locked memory.
+    set(libc::RLIMIT_SIGPENDING, 4096, 4096)?;
+    set(libc::RLIMIT_MSGQUEUE, 256 << 10, 256 << 10)?;
+    set(libc::RLIMIT_MEMLOCK, 8 << 20, 8 << 20)?;
     if let Some(bytes) = limits.address_space_bytes {
         set(libc::RLIMIT_AS, bytes, bytes)?;
     }

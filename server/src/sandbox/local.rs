@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use super::Snapshot;
 use super::capture::Captured;
 use super::cgroup::{RunGroup, Support};
-use super::spec::{HELPER_SUBCOMMAND, HelperSpec, OVERLAY_STAGE, Report, Rlimits};
+use super::policy;
+use super::spec::{HELPER_SUBCOMMAND, HelperSpec, OVERLAY_STAGE, Report, Rlimits, Tier};
 use super::{
     Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
 };
@@ -218,6 +219,20 @@ impl LocalBackend {
         let limits = &request.limits;
         let cgroup_used = prepared.group.is_some();
         let memory_by_cgroup = cgroup_used && self.cgroups.limits_memory();
+        let in_place = snapshot_guard.is_none();
+        let (protected, placeholders) = if in_place {
+            policy::protected_paths(&workspace, &request.protected)
+        } else {
+            // A snapshot's writes stay in its layer, never copied back.
+            (Vec::new(), policy::Placeholders::none())
+        };
+        let host_env = |name: &str| {
+            self.host_env
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        let disk_bytes = (!in_place).then_some(limits.disk_bytes);
         let spec = HelperSpec {
             argv: request.argv.clone(),
             env: env::build(self.host_env.iter().cloned(), &request.env),
@@ -229,22 +244,34 @@ impl LocalBackend {
             timeout_ms: limits.timeout.as_millis() as u64,
             rlimits: Rlimits {
                 cpu_seconds: limits.cpu_seconds(),
-                file_size_bytes: limits.file_size_bytes,
+                // One file can never pass the disk bound alone.
+                file_size_bytes: disk_bytes.map_or(limits.file_size_bytes, |disk| {
+                    disk.min(limits.file_size_bytes)
+                }),
                 processes: limits.processes,
                 address_space_bytes: (!memory_by_cgroup).then_some(limits.memory_bytes),
             },
+            protected,
+            hidden: policy::hidden_paths(&host_env, &request.deny_read),
+            disk_bytes,
+            tmp_bytes: limits.tmp_bytes,
+            tier: Tier::Namespaces,
+            private_tmp: None,
         };
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         let events_before = prepared.group.as_ref().map(RunGroup::events);
         let mut pipes =
             send_request(&prepared.zygote.socket, &json).map_err(SandboxError::Spawn)?;
         let reading = read_all(&mut pipes, request, started);
+        drop(placeholders);
         let after = snapshot_guard.as_ref().map(|s| s.scan());
         let (stdout, stderr, reports) = reading.map_err(SandboxError::Spawn)?;
 
         let mut wait_status = None;
         let mut finished = None;
         let mut landlock = "not applied".to_owned();
+        let mut disk_exceeded = false;
+        let mut kernel_limits = None;
         for report in reports {
             match report {
                 Report::SetupFailed { stage, error } => {
@@ -259,6 +286,8 @@ impl LocalBackend {
                 Report::Landlock { status } => landlock = status,
                 Report::Started { .. } => {}
                 Report::Command { wait_status: s } => wait_status = Some(s),
+                Report::DiskExceeded { .. } => disk_exceeded = true,
+                Report::KernelLimits { status } => kernel_limits = Some(status),
                 Report::Finished { .. } => finished = Some(report),
             }
         }
@@ -285,6 +314,9 @@ impl LocalBackend {
         let mut exceeded = Vec::new();
         if timed_out {
             exceeded.push(Exceeded::WallTime);
+        }
+        if disk_exceeded {
+            exceeded.push(Exceeded::Disk);
         }
         if let (Some(group), Some(before)) = (&prepared.group, events_before) {
             let after = group.events();
@@ -326,10 +358,16 @@ impl LocalBackend {
                 .map_or("in-place", |s| s.kind().name())
                 .to_owned(),
             pid: "namespace".to_owned(),
-            limits_enforced_by: if cgroup_used {
-                format!("{} + rlimits", self.cgroups.describe())
-            } else {
-                "rlimits".to_owned()
+            limits_enforced_by: {
+                let mut by = if cgroup_used {
+                    format!("{} + rlimits", self.cgroups.describe())
+                } else {
+                    "rlimits".to_owned()
+                };
+                if let Some(status) = kernel_limits {
+                    by.push_str(&format!("; {status}"));
+                }
+                by
             },
             landlock,
             seccomp: if request.permissions.network == Network::Off {

@@ -20,11 +20,13 @@ mod helper;
 pub mod host;
 mod landlock_rules;
 mod local;
+pub mod policy;
 pub mod pool;
 pub mod probe;
 mod seccomp;
 mod snapshot;
 mod spec;
+mod supervisor;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -97,6 +99,11 @@ pub struct Limits {
     pub file_size_bytes: u64,
     /// Bytes kept of stdout and of stderr each (head and tail).
     pub output_cap: usize,
+    /// What a snapshot run may write to its layer, /tmp and /dev/shm together (in place,
+    /// writes to the workspace itself are not bounded).
+    pub disk_bytes: u64,
+    /// The size of the private /tmp (and of /dev/shm).
+    pub tmp_bytes: u64,
 }
 
 impl Default for Limits {
@@ -108,6 +115,8 @@ impl Default for Limits {
             cpu_seconds: None,
             file_size_bytes: 1 << 30,
             output_cap: DEFAULT_CAP,
+            disk_bytes: 4096 << 20,
+            tmp_bytes: 1024 << 20,
         }
     }
 }
@@ -134,6 +143,11 @@ pub struct Request {
     pub env: Vec<(String, String)>,
     /// Set to cancel the run; the whole tree is killed.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Workspace-relative paths read-only to the command in place, besides `.git` and
+    /// `.wright` (`sandbox.protected`).
+    pub protected: Vec<PathBuf>,
+    /// Paths unreadable to the command besides the credential stores (`sandbox.deny_read`).
+    pub deny_read: Vec<PathBuf>,
 }
 
 /// A limit the run hit.
@@ -145,6 +159,8 @@ pub enum Exceeded {
     Processes,
     FileSize,
     Output,
+    /// What a run wrote to its snapshot layer, /tmp and /dev/shm (`sandbox.disk_mb`).
+    Disk,
 }
 
 impl Exceeded {
@@ -156,6 +172,7 @@ impl Exceeded {
             Self::Processes => "processes",
             Self::FileSize => "file_size",
             Self::Output => "output",
+            Self::Disk => "disk",
         }
     }
 }

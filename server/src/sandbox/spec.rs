@@ -33,6 +33,31 @@ pub(crate) struct HelperSpec {
     pub network: Network,
     pub timeout_ms: u64,
     pub rlimits: Rlimits,
+    /// Paths inside the workspace made read-only (in place: `.git`, `.wright`,
+    /// `sandbox.protected`), absolute. Each exists (the runner makes placeholders).
+    pub protected: Vec<PathBuf>,
+    /// Paths covered with an empty read-only folder or file (credential stores, wright's own
+    /// folders, the user's runtime folder), absolute; only those that exist.
+    pub hidden: Vec<PathBuf>,
+    /// What the run may write to its snapshot layer, /tmp and /dev/shm together.
+    pub disk_bytes: Option<u64>,
+    /// The size of the private /tmp (and of /dev/shm).
+    pub tmp_bytes: u64,
+    /// How the command is isolated.
+    pub tier: Tier,
+    /// The landlock tier's stand-in for a private /tmp: a fresh folder of the run's own
+    /// under the host's temporary folder (its `TMPDIR`).
+    pub private_tmp: Option<PathBuf>,
+}
+
+/// The isolation a run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// User, mount, pid, ipc, uts (and network) namespaces, landlock and seccomp.
+    Namespaces,
+    /// Where namespaces are refused, with the user's consent: landlock and seccomp only.
+    Landlock,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,6 +91,10 @@ pub(crate) enum Report {
     Landlock { status: String },
     /// The command's raw wait status, reported by the namespace's init.
     Command { wait_status: i32 },
+    /// The run wrote more than its disk bound; everything in it was killed.
+    DiskExceeded { bytes: u64 },
+    /// Kernel resources the run's user namespace was bounded to (or why not).
+    KernelLimits { status: String },
     /// The helper's last word: the whole tree is gone.
     Finished {
         timed_out: bool,
