@@ -13,7 +13,8 @@ use super::tools::{CommandOutput, CommandRunner};
 use crate::sandbox::escalation::{self, Widening};
 use crate::sandbox::pool::PoolConfig;
 use crate::sandbox::{
-    ChangeKind, Filesystem, Limits, LocalBackend, Outcome, Pool, Request, SharedSnapshot,
+    ChangeKind, Filesystem, Limits, LocalBackend, Outcome, Pool, Request, SandboxError,
+    SharedSnapshot,
 };
 
 /// What the user answers when a command needs more than the sandbox allows.
@@ -63,7 +64,7 @@ impl NetworkPolicy {
 
 /// Asks the user (the editor's approval prompt). Blocking.
 pub trait Approver: Send + Sync {
-    /// `kind` is `network`, `write`, `time`, `memory` or `processes`.
+    /// `kind` is `network`, `write`, `time`, `memory`, `processes`, `protected` or `fallback`.
     fn ask(&self, kind: &str, command: &str, reason: &str) -> Decision;
 }
 
@@ -183,10 +184,31 @@ impl SandboxRunner {
         self
     }
 
-    fn execute(&self, request: &Request) -> Result<Outcome, String> {
-        self.runtime
-            .block_on(self.pool.run(request.clone()))
-            .map_err(|err| err.to_string())
+    fn execute(&self, command: &str, request: &Request) -> Result<Outcome, String> {
+        match self.runtime.block_on(self.pool.run(request.clone())) {
+            Ok(outcome) => Ok(outcome),
+            // Namespaces are refused here: the weaker tier runs only if the user says so.
+            Err(SandboxError::NoNamespaces(why)) => {
+                let reason = format!(
+                    "the sandbox cannot make its namespaces here ({why}); the landlock tier \
+                     keeps writes to the workspace, the network off, host sockets and \
+                     credential stores out of reach, but has no private /tmp, no pid \
+                     namespace and no snapshot"
+                );
+                let decision = self
+                    .approver
+                    .as_ref()
+                    .map_or(Decision::Deny, |approver| approver.ask("fallback", command, &reason));
+                if decision == Decision::Deny {
+                    return Err(format!("not run: {reason}, and the user did not allow it"));
+                }
+                self.pool.backend().allow_fallback(true);
+                self.runtime
+                    .block_on(self.pool.run(request.clone()))
+                    .map_err(|err| err.to_string())
+            }
+            Err(err) => Err(err.to_string()),
+        }
     }
 }
 
@@ -233,7 +255,7 @@ impl CommandRunner for SandboxRunner {
         if self.network == NetworkPolicy::Allow {
             escalation::widen(&mut request, &Widening::AllowNetwork);
         }
-        let mut outcome = self.execute(&request)?;
+        let mut outcome = self.execute(command, &request)?;
         let mut note = None;
         if let Some(refusal) = escalation::classify(&request, &outcome)
             && !outcome.cancelled
@@ -256,7 +278,7 @@ impl CommandRunner for SandboxRunner {
                                     .push(widening.clone());
                             }
                             escalation::widen(&mut request, &widening);
-                            outcome = self.execute(&request)?;
+                            outcome = self.execute(command, &request)?;
                             format!(
                                 "{reason}; run again with {} as the user allowed",
                                 what(&widening)
@@ -314,6 +336,7 @@ fn kind(widening: &Widening) -> &'static str {
         Widening::DoubleTimeout => "time",
         Widening::DoubleMemory => "memory",
         Widening::DoubleProcesses => "processes",
+        Widening::Unprotect(_) => "protected",
     }
 }
 
@@ -324,6 +347,7 @@ fn what(widening: &Widening) -> String {
         Widening::DoubleTimeout => "twice the time".to_owned(),
         Widening::DoubleMemory => "twice the memory".to_owned(),
         Widening::DoubleProcesses => "twice the processes".to_owned(),
+        Widening::Unprotect(path) => format!("{} writable", path.display()),
     }
 }
 

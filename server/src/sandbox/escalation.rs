@@ -18,6 +18,9 @@ pub enum Refused {
     SystemCall,
     /// A resource limit.
     Limit(Exceeded),
+    /// A write to `.git`, `.wright` or a `sandbox.protected` path in place (relative to the
+    /// workspace).
+    Protected(PathBuf),
 }
 
 /// A failed run the sandbox is responsible for, with the output line that shows it.
@@ -35,6 +38,8 @@ pub enum Widening {
     DoubleTimeout,
     DoubleMemory,
     DoubleProcesses,
+    /// A protected path (relative to the workspace) writable for the re-run.
+    Unprotect(PathBuf),
 }
 
 impl Refusal {
@@ -43,6 +48,7 @@ impl Refusal {
     pub fn widening(&self) -> Option<Widening> {
         match &self.refused {
             Refused::Path(path) => Some(Widening::Writable(path.clone())),
+            Refused::Protected(path) => Some(Widening::Unprotect(path.clone())),
             Refused::Network => Some(Widening::AllowNetwork),
             Refused::SystemCall => None,
             Refused::Limit(Exceeded::WallTime | Exceeded::CpuTime) => Some(Widening::DoubleTimeout),
@@ -64,6 +70,12 @@ impl Refusal {
                     .to_owned()
             }
             Refused::SystemCall => "the sandbox refused a system call".to_owned(),
+            Refused::Protected(path) => format!(
+                "{} is protected: .git, .wright and the paths of sandbox.protected are \
+                 read-only to commands run in place (they would run code later, outside the \
+                 sandbox, or change wright's own settings)",
+                path.display()
+            ),
             Refused::Limit(limit) => {
                 format!("the command hit the sandbox's {} limit", limit.name())
             }
@@ -95,6 +107,7 @@ pub fn widen(request: &mut Request, widening: &Widening) {
         }
         Widening::DoubleMemory => limits.memory_bytes *= 2,
         Widening::DoubleProcesses => limits.processes *= 2,
+        Widening::Unprotect(path) => request.unprotected.push(path.clone()),
     }
 }
 
@@ -145,6 +158,11 @@ pub fn classify(request: &Request, outcome: &Outcome) -> Option<Refusal> {
         if !PATH_SIGNS.iter().any(|sign| line.contains(sign)) {
             continue;
         }
+        if line.contains("Read-only file system")
+            && let Some(path) = protected_path(line, request)
+        {
+            return Some(refusal(Refused::Protected(path), line));
+        }
         if let Some(path) = outside_path(line, request) {
             return Some(refusal(Refused::Path(path), line));
         }
@@ -170,6 +188,35 @@ fn refusal(refused: Refused, line: &str) -> Refusal {
     }
 }
 
+/// The protected path (`.git`, `.wright`, `sandbox.protected`) a line names, relative to
+/// the workspace: the top of it, which is what is read-only.
+fn protected_path(line: &str, request: &Request) -> Option<PathBuf> {
+    if matches!(request.filesystem, super::Filesystem::Snapshot(_)) {
+        return None;
+    }
+    let protected: Vec<PathBuf> = super::policy::ALWAYS_PROTECTED
+        .iter()
+        .map(PathBuf::from)
+        .chain(request.protected.iter().cloned())
+        .collect();
+    words(line).find_map(|word| {
+        let path = Path::new(word);
+        let relative = path.strip_prefix(&request.workspace).unwrap_or(path);
+        let relative = relative.strip_prefix("./").unwrap_or(relative);
+        protected
+            .iter()
+            .find(|p| relative.starts_with(p))
+            .cloned()
+    })
+}
+
+/// The words of an output line that may be paths.
+fn words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '‘' | '’' | ','))
+        .map(|word| word.trim_end_matches(':'))
+        .filter(|word| !word.is_empty())
+}
+
 /// The first absolute path named on the line that is outside every writable tree.
 fn outside_path(line: &str, request: &Request) -> Option<PathBuf> {
     let writable = |path: &Path| {
@@ -182,8 +229,7 @@ fn outside_path(line: &str, request: &Request) -> Option<PathBuf> {
                 .iter()
                 .any(|w| path.starts_with(w))
     };
-    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '‘' | '’' | ','))
-        .map(|word| word.trim_end_matches(':'))
+    words(line)
         .filter(|word| word.starts_with('/') && word.len() > 1)
         .map(PathBuf::from)
         .find(|path| !writable(path))
@@ -241,6 +287,34 @@ mod tests {
         let mut widened = r.clone();
         widen(&mut widened, &refusal.widening().unwrap());
         assert_eq!(widened.permissions.extra_writable, [PathBuf::from("/etc")]);
+    }
+
+    #[test]
+    fn a_write_to_git_in_place_is_a_protected_refusal_the_user_may_lift() {
+        let r = request();
+        for line in [
+            "error: could not lock config file .git/config: Read-only file system",
+            "sh: 1: cannot create /work/ws/.git/hooks/pre-commit: Read-only file system",
+            "touch: cannot touch './.wright/config.toml': Read-only file system",
+        ] {
+            let refusal = classify(&r, &outcome(1, line)).unwrap();
+            let Refused::Protected(path) = &refusal.refused else {
+                panic!("{line}: {refusal:?}")
+            };
+            assert!(path == Path::new(".git") || path == Path::new(".wright"), "{line}");
+            assert!(refusal.explain().contains("protected"), "{}", refusal.explain());
+            let mut widened = r.clone();
+            widen(&mut widened, &refusal.widening().unwrap());
+            assert_eq!(widened.unprotected, [path.clone()]);
+        }
+        // sandbox.protected paths count too; in a snapshot nothing is protected.
+        let mut with = r.clone();
+        with.protected = vec![PathBuf::from("deploy")];
+        let line = "cannot create deploy/key: Read-only file system";
+        assert_eq!(
+            classify(&with, &outcome(1, line)).unwrap().refused,
+            Refused::Protected("deploy".into())
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, Report, STATUS_FD};
+use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, Report, STATUS_FD, Tier};
 use super::supervisor::{self, Supervisor};
 use super::{Network, landlock_rules, seccomp};
 
@@ -261,6 +261,9 @@ fn read_exact(buf: &mut [u8]) -> Result<(), String> {
 }
 
 fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
+    if spec.tier == Tier::Landlock {
+        return run_without_namespaces(spec, control);
+    }
     // SAFETY: getuid/getgid cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut flags = libc::CLONE_NEWUSER
@@ -380,6 +383,142 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
         max_rss_kb: usage.ru_maxrss as u64,
     });
     Ok(0)
+}
+
+/// The landlock tier, where namespaces are refused and the user allowed it: no namespace,
+/// landlock (reads around the hidden paths, writes to the workspace and the run's own
+/// temporary folder), the seccomp filter with no Unix socket but `socketpair`'s, rlimits.
+/// There is no pid namespace to take the tree down with, so this helper is the command's
+/// subreaper: every process the command leaves is re-parented to it and killed when the run
+/// ends.
+fn run_without_namespaces(spec: &HelperSpec, control: i32) -> Step<i32> {
+    let filter = seccomp::compile(spec.network, seccomp::Sockets::PairsOnly).map_err(|error| {
+        Failure {
+            stage: "compiling the seccomp filter",
+            error: io::Error::other(error.to_string()),
+        }
+    })?;
+    // SAFETY: plain process-attribute calls.
+    check("becoming the run's subreaper", unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    })?;
+    let start = Instant::now();
+    // SAFETY: this process is single-threaded, so the child may run arbitrary code.
+    let command = check("forking the command", unsafe { libc::fork() })?;
+    if command == 0 {
+        // SAFETY: the control channel is the helper's only; no controlling terminal.
+        unsafe {
+            libc::close(control);
+            libc::setsid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
+        match landlock_rules::restrict(spec) {
+            Ok((status, _)) => report(&Report::Landlock { status }),
+            Err(error) => {
+                report(&Report::SetupFailed {
+                    stage: "applying landlock".to_owned(),
+                    error,
+                });
+                // SAFETY: leaving the child.
+                unsafe { libc::_exit(125) }
+            }
+        }
+        exec_command(spec, &filter, -1);
+    }
+    let deadline = start + Duration::from_millis(spec.timeout_ms);
+    let (mut timed_out, mut cancelled, mut wait_status) = (false, false, None);
+    while wait_status.is_none() {
+        let mut status = 0;
+        // SAFETY: waiting for the command without blocking.
+        match unsafe { libc::waitpid(command, &mut status, libc::WNOHANG) } {
+            pid if pid == command => {
+                wait_status = Some(status);
+                break;
+            }
+            _ => {}
+        }
+        reap_helpers();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            timed_out = true;
+            break;
+        }
+        let mut fds = [libc::pollfd {
+            fd: control,
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        // Polled in short slices: the command's exit is noticed within them.
+        // SAFETY: a valid array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 1, left.as_millis().clamp(1, 20) as i32) };
+        if n > 0 {
+            let mut buf = [0u8; 64];
+            // SAFETY: reading into a valid buffer.
+            if unsafe { libc::read(control, buf.as_mut_ptr().cast(), buf.len()) } <= 0 {
+                cancelled = true;
+                break;
+            }
+        }
+    }
+    kill_descendants();
+    if let Some(status) = wait_status {
+        report(&Report::Command {
+            wait_status: status,
+        });
+    }
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let millis = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    report(&Report::Finished {
+        timed_out,
+        cancelled,
+        cpu_ms: millis(usage.ru_utime) + millis(usage.ru_stime),
+        max_rss_kb: usage.ru_maxrss as u64,
+    });
+    Ok(0)
+}
+
+/// Kills every descendant of this process (a subreaper: orphans come back to it) until none
+/// is left, and reaps them.
+fn kill_descendants() {
+    loop {
+        let children = children_of_self();
+        if children.is_empty() {
+            // Zombies already re-parented and dead.
+            reap_helpers();
+            if children_of_self().is_empty() {
+                return;
+            }
+            continue;
+        }
+        for pid in children {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let mut status = 0;
+        // SAFETY: reaping our own children.
+        while unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } > 0 {}
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The live children of this process, from /proc (every thread's list).
+fn children_of_self() -> Vec<libc::pid_t> {
+    let mut out = Vec::new();
+    // host path: the process's own task list in /proc.
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for task in tasks.flatten() {
+            // host path: the task's children list in /proc.
+            if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+                out.extend(list.split_whitespace().filter_map(|pid| pid.parse::<i32>().ok()));
+            }
+        }
+    }
+    out
 }
 
 /// Per-user kernel resources (the `/proc/sys/user` counters, kept per user namespace and
@@ -1274,6 +1413,22 @@ struct CapData {
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
+/// Whether this process holds any capability (permitted).
+fn has_capabilities() -> bool {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget fills two CapData for version 3.
+    let ret = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    ret != 0 || data.iter().any(|d| d.permitted != 0)
+}
+
 /// Drops every capability for good. The command runs as its user's own uid; for root that is
 /// uid 0 of the namespace, which exec would otherwise fill with capabilities again, so the
 /// securebits forbid that first, then the bounding and ambient sets and the current sets are
@@ -1290,7 +1445,10 @@ fn drop_capabilities() -> io::Result<()> {
         | libc::SECBIT_KEEP_CAPS_LOCKED;
     // SAFETY: prctl and capset with valid arguments.
     unsafe {
-        if libc::prctl(libc::PR_SET_SECUREBITS, securebits as libc::c_ulong) < 0 {
+        // Setting securebits needs CAP_SETPCAP: a process without any capability (an
+        // unprivileged user in the landlock tier) has none to regain by exec either.
+        if libc::prctl(libc::PR_SET_SECUREBITS, securebits as libc::c_ulong) < 0 && has_capabilities()
+        {
             return Err(io::Error::last_os_error());
         }
         for cap in 0..=last_cap {

@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -32,6 +33,9 @@ pub struct LocalBackend {
     host_env: Vec<(String, String)>,
     /// Why snapshots cannot be overlays here, once a mount failed (or copies were asked for).
     overlay_unavailable: Mutex<Option<String>>,
+    /// Whether the user allowed the landlock tier where namespaces are refused
+    /// (`sandbox.fallback = "landlock"`, or the editor's prompt).
+    fallback: std::sync::atomic::AtomicBool,
 }
 
 /// A zygote started ahead, in its cgroup, waiting for requests. It serves one run at a time
@@ -102,6 +106,23 @@ impl LocalBackend {
             cgroups: Support::detect(),
             host_env: std::env::vars().collect(),
             overlay_unavailable: Mutex::new(None),
+            fallback: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Allows (or forbids again) the landlock tier where namespaces are refused; it is
+    /// never used silently.
+    pub fn allow_fallback(&self, allowed: bool) {
+        self.fallback.store(allowed, Ordering::Relaxed);
+    }
+
+    /// The isolation runs get here: namespaces where the kernel allows them; else the
+    /// landlock tier if the user allowed it; else an error naming the cause and the remedy.
+    pub fn tier(&self) -> Result<Tier, SandboxError> {
+        match super::probe::namespace_refusal() {
+            None => Ok(Tier::Namespaces),
+            Some(_) if self.fallback.load(Ordering::Relaxed) => Ok(Tier::Landlock),
+            Some(why) => Err(SandboxError::NoNamespaces(why)),
         }
     }
 
@@ -184,6 +205,13 @@ impl LocalBackend {
                 .map_err(SandboxError::Prepare)?;
         }
         let started = Instant::now();
+        let tier = self.tier()?;
+        if tier == Tier::Landlock && matches!(request.filesystem, Filesystem::Snapshot(_)) {
+            return Err(SandboxError::TierCannot(
+                "give a snapshot (it needs a mount namespace): the command would run in place",
+            ));
+        }
+        // host path: the workspace root as given, resolved once for the helper.
         let workspace = std::fs::canonicalize(&request.workspace).map_err(SandboxError::Prepare)?;
         let relative_cwd = request.cwd.as_deref().unwrap_or(Path::new(""));
         if !relative_cwd
@@ -220,8 +248,10 @@ impl LocalBackend {
         let cgroup_used = prepared.group.is_some();
         let memory_by_cgroup = cgroup_used && self.cgroups.limits_memory();
         let in_place = snapshot_guard.is_none();
-        let (protected, placeholders) = if in_place {
-            policy::protected_paths(&workspace, &request.protected)
+        // The landlock tier has no mount namespace to make them read-only in (said in
+        // `wright doctor` and docs/security.md).
+        let (protected, placeholders) = if in_place && tier == Tier::Namespaces {
+            policy::protected_paths(&workspace, &request.protected, &request.unprotected)
         } else {
             // A snapshot's writes stay in its layer, never copied back.
             (Vec::new(), policy::Placeholders::none())
@@ -233,14 +263,27 @@ impl LocalBackend {
                 .map(|(_, value)| value.clone())
         };
         let disk_bytes = (!in_place).then_some(limits.disk_bytes);
+        let private_tmp = match tier {
+            Tier::Namespaces => None,
+            Tier::Landlock => Some(PrivateTmp::make().map_err(SandboxError::Prepare)?),
+        };
+        let mut command_env = request.env.clone();
+        if let Some(tmp) = &private_tmp {
+            command_env.push(("TMPDIR".to_owned(), tmp.0.to_string_lossy().into_owned()));
+        }
+        // Without a network namespace of its own, loopback is the host's: off instead.
+        let network = match (tier, request.permissions.network) {
+            (Tier::Landlock, Network::Loopback) => Network::Off,
+            (_, network) => network,
+        };
         let spec = HelperSpec {
             argv: request.argv.clone(),
-            env: env::build(self.host_env.iter().cloned(), &request.env),
+            env: env::build(self.host_env.iter().cloned(), &command_env),
             workspace: workspace.clone(),
             extra_writable: request.permissions.extra_writable.clone(),
             cwd,
             layer: snapshot_guard.as_ref().map(|s| s.layer()),
-            network: request.permissions.network,
+            network,
             timeout_ms: limits.timeout.as_millis() as u64,
             rlimits: Rlimits {
                 cpu_seconds: limits.cpu_seconds(),
@@ -255,8 +298,8 @@ impl LocalBackend {
             hidden: policy::hidden_paths(&host_env, &request.deny_read),
             disk_bytes,
             tmp_bytes: limits.tmp_bytes,
-            tier: Tier::Namespaces,
-            private_tmp: None,
+            tier,
+            private_tmp: private_tmp.as_ref().map(|tmp| tmp.0.clone()),
         };
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         let events_before = prepared.group.as_ref().map(RunGroup::events);
@@ -351,13 +394,21 @@ impl LocalBackend {
             (Some(snapshot), Some(before), Some(after)) => snapshot.changes(&before, &after),
             _ => Vec::new(),
         };
+        drop(private_tmp);
         let isolation = Isolation {
-            network: request.permissions.network.name().to_owned(),
-            filesystem: snapshot_guard
-                .as_ref()
-                .map_or("in-place", |s| s.kind().name())
-                .to_owned(),
-            pid: "namespace".to_owned(),
+            network: network.name().to_owned(),
+            filesystem: match tier {
+                Tier::Landlock => "landlock".to_owned(),
+                Tier::Namespaces => snapshot_guard
+                    .as_ref()
+                    .map_or("in-place", |s| s.kind().name())
+                    .to_owned(),
+            },
+            pid: match tier {
+                Tier::Namespaces => "namespace",
+                Tier::Landlock => "shared",
+            }
+            .to_owned(),
             limits_enforced_by: {
                 let mut by = if cgroup_used {
                     format!("{} + rlimits", self.cgroups.describe())
@@ -370,10 +421,15 @@ impl LocalBackend {
                 by
             },
             landlock,
-            seccomp: if request.permissions.network == Network::Off {
-                "dangerous calls and non-Unix sockets refused".to_owned()
-            } else {
-                "dangerous calls refused".to_owned()
+            seccomp: match (tier, network) {
+                (Tier::Landlock, _) => {
+                    "dangerous calls, namespaces and every Unix socket but socketpair's refused"
+                        .to_owned()
+                }
+                (_, Network::Off) => "dangerous calls and non-Unix sockets refused; every \
+                                      connect supervised"
+                    .to_owned(),
+                _ => "dangerous calls refused; every connect supervised".to_owned(),
             },
         };
         Ok(Outcome {
@@ -562,6 +618,34 @@ fn helper_pid(status: &[u8]) -> Option<u32> {
             Report::Started { pid } => Some(pid),
             _ => None,
         })
+}
+
+/// The landlock tier's private temporary folder: made fresh (0700) under the host's
+/// temporary folder for one run, removed with everything in it after.
+struct PrivateTmp(PathBuf);
+
+impl PrivateTmp {
+    fn make() -> io::Result<Self> {
+        use std::sync::atomic::AtomicU64;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "wright-run-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        // host path: a fresh folder of this process's own; create_dir fails if one is there.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        // host path: the run's own folder, removed through handles (links not followed).
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Where throw-away snapshots go: beside the user's cache, never inside a workspace.

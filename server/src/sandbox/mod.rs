@@ -148,6 +148,8 @@ pub struct Request {
     pub protected: Vec<PathBuf>,
     /// Paths unreadable to the command besides the credential stores (`sandbox.deny_read`).
     pub deny_read: Vec<PathBuf>,
+    /// Protected paths the user allowed this run to write (an approved escalation).
+    pub unprotected: Vec<PathBuf>,
 }
 
 /// A limit the run hit.
@@ -231,6 +233,16 @@ pub enum SandboxError {
     OverlayUnavailable(String),
     #[error("the sandbox helper broke its protocol: {0}")]
     Protocol(String),
+    /// Namespaces are refused here and the user has not allowed the landlock tier.
+    #[error(
+        "the sandbox cannot isolate commands here: {0}. `wright doctor` says more; \
+         sandbox.fallback = \"landlock\" allows a weaker tier (no private /tmp, no pid \
+         namespace, no snapshot), with your consent only"
+    )]
+    NoNamespaces(String),
+    /// The landlock tier cannot give what the run asked for.
+    #[error("the landlock tier cannot {0}")]
+    TierCannot(&'static str),
 }
 
 /// Where sandboxes run: this machine today; a cluster could be another implementation.

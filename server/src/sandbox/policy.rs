@@ -77,7 +77,12 @@ pub fn hidden_paths(env: &dyn Fn(&str) -> Option<String>, deny_read: &[PathBuf])
 /// `.wright` gets an empty folder to stand in, so a command cannot create one either (git
 /// ignores an empty `.git`); the [`Placeholders`] returned remove them once no run of this
 /// process uses them any more.
-pub fn protected_paths(workspace: &Path, extra: &[PathBuf]) -> (Vec<PathBuf>, Placeholders) {
+/// `allowed` are the ones the user let this run write.
+pub fn protected_paths(
+    workspace: &Path,
+    extra: &[PathBuf],
+    allowed: &[PathBuf],
+) -> (Vec<PathBuf>, Placeholders) {
     let mut placeholders = Placeholders {
         workspace: workspace.to_owned(),
         held: Vec::new(),
@@ -92,7 +97,7 @@ pub fn protected_paths(workspace: &Path, extra: &[PathBuf]) -> (Vec<PathBuf>, Pl
         let Ok(relative) = root.relative(&relative) else {
             continue;
         };
-        if relative.as_os_str().is_empty() {
+        if relative.as_os_str().is_empty() || allowed.contains(&relative) {
             continue;
         }
         let absolute = root.join(&relative);
@@ -162,14 +167,4 @@ impl Drop for Placeholders {
             }
         }
     }
-}
-
-/// Whether `path` (absolute, or relative to `workspace`) lies in one of the protected ones.
-pub fn is_protected(workspace: &Path, path: &Path, extra: &[PathBuf]) -> bool {
-    let relative = path.strip_prefix(workspace).unwrap_or(path);
-    ALWAYS_PROTECTED
-        .iter()
-        .map(PathBuf::from)
-        .chain(extra.iter().cloned())
-        .any(|protected| relative.starts_with(&protected))
 }

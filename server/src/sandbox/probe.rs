@@ -97,35 +97,118 @@ fn write_raw(path: &CString, text: &CString) -> bool {
 }
 
 fn user_namespaces() -> Primitive {
-    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET;
-    // SAFETY: a raw call in the child.
-    let result = in_child(|| {
-        if unsafe { libc::unshare(flags) } == 0 {
-            0
-        } else {
-            errno()
-        }
-    });
-    match result {
-        Ok(0) => Primitive {
+    match namespace_refusal() {
+        None => Primitive {
             name: "user namespaces",
             available: true,
-            detail: "user, mount, pid and network namespaces can be created".to_owned(),
+            detail: "user, mount, pid and network namespaces can be created, with the \
+                     capabilities to build a mount tree in them"
+                .to_owned(),
         },
-        Ok(code) => Primitive {
+        Some(why) => Primitive {
             name: "user namespaces",
             available: false,
-            detail: format!(
-                "unshare failed: {} (see kernel.unprivileged_userns_clone, \
-                 user.max_user_namespaces or an AppArmor restriction)",
-                describe_errno(code)
-            ),
+            detail: why,
         },
-        Err(err) => Primitive {
-            name: "user namespaces",
-            available: false,
-            detail: format!("could not fork a probe: {err}"),
-        },
+    }
+}
+
+/// Why the sandbox's namespaces cannot be made here (the cause, and the remedy), or `None`
+/// when they can. Tried once per process in a throw-away child: unsharing them, mapping the
+/// user, and one mount, which is what fails where AppArmor lets an unprivileged program
+/// create a user namespace but gives it no capabilities in it (Ubuntu 23.10 and later).
+pub fn namespace_refusal() -> Option<String> {
+    static REFUSAL: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    REFUSAL.get_or_init(try_namespaces).clone()
+}
+
+/// Where the AppArmor profile that lets wright make its namespaces is kept in the repository.
+pub const APPARMOR_PROFILE: &str = "server/packaging/apparmor.d/wright";
+
+fn try_namespaces() -> Option<String> {
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWNET;
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid_map = CString::new(format!("{uid} {uid} 1")).unwrap_or_default();
+    let gid_map = CString::new(format!("{gid} {gid} 1")).unwrap_or_default();
+    let deny = CString::new("deny").unwrap_or_default();
+    let paths = (
+        CString::new("/proc/self/setgroups").unwrap_or_default(),
+        CString::new("/proc/self/uid_map").unwrap_or_default(),
+        CString::new("/proc/self/gid_map").unwrap_or_default(),
+    );
+    // Exit codes: 0 works; 1..=99 unshare's errno; 100 + errno a failed map or mount.
+    let result = in_child(|| {
+        // SAFETY: raw calls on strings prepared before the fork.
+        unsafe {
+            if libc::unshare(flags) != 0 {
+                return errno().min(99);
+            }
+            if !(write_raw(&paths.0, &deny)
+                && write_raw(&paths.1, &uid_map)
+                && write_raw(&paths.2, &gid_map))
+            {
+                return 100 + errno().min(99);
+            }
+            if libc::mount(
+                c"none".as_ptr(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return 100 + errno().min(99);
+            }
+        }
+        0
+    });
+    let apparmor = std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+        .is_ok_and(|v| v.trim() == "1");
+    let remedy_apparmor = format!(
+        "AppArmor restricts unprivileged user namespaces here \
+         (kernel.apparmor_restrict_unprivileged_userns = 1): install the profile shipped in \
+         wright's repository, {APPARMOR_PROFILE}, with the path of your wright binary in it \
+         (`sudo install -m 644 {APPARMOR_PROFILE} /etc/apparmor.d/wright && sudo \
+         apparmor_parser -r /etc/apparmor.d/wright`), or allow the weaker landlock tier with \
+         sandbox.fallback = \"landlock\""
+    );
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(name)
+            .ok()
+            .map(|v| v.trim().to_owned())
+    };
+    match result {
+        Ok(0) => None,
+        Ok(code) => {
+            let (step, errno) = if code >= 100 {
+                ("mapping the user or mounting in it", code - 100)
+            } else {
+                ("unshare", code)
+            };
+            let cause = if apparmor {
+                remedy_apparmor
+            } else if sysctl("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+                "user.max_user_namespaces is 0 (raise it, or allow the weaker landlock tier \
+                 with sandbox.fallback = \"landlock\")"
+                    .to_owned()
+            } else if sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0")
+            {
+                "kernel.unprivileged_userns_clone is 0 (set it to 1, or allow the weaker \
+                 landlock tier with sandbox.fallback = \"landlock\")"
+                    .to_owned()
+            } else {
+                "a container or a hardened kernel refuses them (run wright where user \
+                 namespaces are allowed, or allow the weaker landlock tier with \
+                 sandbox.fallback = \"landlock\")"
+                    .to_owned()
+            };
+            Some(format!(
+                "{step} failed: {}; {cause}",
+                describe_errno(errno)
+            ))
+        }
+        Err(err) => Some(format!("could not fork a probe: {err}")),
     }
 }
 
