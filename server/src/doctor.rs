@@ -17,6 +17,7 @@ pub struct Report {
     index_dir: PathBuf,
     index: index::State,
     sandbox: Vec<Primitive>,
+    tier: probe::TierReport,
 }
 
 impl Report {
@@ -25,6 +26,8 @@ impl Report {
         let layers = Layers::load(config::user_file(env), &[root.to_path_buf()], env);
         let (index_dir, index) = index::state(&config::cache_dir(env), root);
         let sandbox = probe::probe_all(&config::cache_dir(env).join("sandbox"));
+        let fallback = layers.resolve().get("sandbox.fallback") == Some("landlock");
+        let tier = probe::tier_report(fallback);
         Self {
             root: root.to_path_buf(),
             log,
@@ -32,6 +35,7 @@ impl Report {
             index_dir,
             index,
             sandbox,
+            tier,
         }
     }
 
@@ -72,6 +76,11 @@ impl Report {
                 "available": p.available,
                 "detail": p.detail,
             })).collect::<Vec<_>>(),
+            "sandbox_tier": {
+                "tier": self.tier.tier,
+                "detail": self.tier.detail,
+                "not_promised": self.tier.not_promised,
+            },
         })
     }
 
@@ -99,6 +108,14 @@ impl Report {
                 "unavailable"
             };
             let _ = writeln!(out, "  {}: {state} ({})", primitive.name, primitive.detail);
+        }
+        let _ = writeln!(
+            out,
+            "sandbox tier: {} ({})",
+            self.tier.tier, self.tier.detail
+        );
+        for gap in &self.tier.not_promised {
+            let _ = writeln!(out, "  not promised in this tier: {gap}");
         }
         let _ = writeln!(out, "\nconfiguration files (later ones win):");
         let files: Vec<_> = self.layers.files().collect();

@@ -195,10 +195,9 @@ impl SandboxRunner {
                      credential stores out of reach, but has no private /tmp, no pid \
                      namespace and no snapshot"
                 );
-                let decision = self
-                    .approver
-                    .as_ref()
-                    .map_or(Decision::Deny, |approver| approver.ask("fallback", command, &reason));
+                let decision = self.approver.as_ref().map_or(Decision::Deny, |approver| {
+                    approver.ask("fallback", command, &reason)
+                });
                 if decision == Decision::Deny {
                     return Err(format!("not run: {reason}, and the user did not allow it"));
                 }

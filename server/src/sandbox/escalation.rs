@@ -203,10 +203,7 @@ fn protected_path(line: &str, request: &Request) -> Option<PathBuf> {
         let path = Path::new(word);
         let relative = path.strip_prefix(&request.workspace).unwrap_or(path);
         let relative = relative.strip_prefix("./").unwrap_or(relative);
-        protected
-            .iter()
-            .find(|p| relative.starts_with(p))
-            .cloned()
+        protected.iter().find(|p| relative.starts_with(p)).cloned()
     })
 }
 
@@ -301,8 +298,15 @@ mod tests {
             let Refused::Protected(path) = &refusal.refused else {
                 panic!("{line}: {refusal:?}")
             };
-            assert!(path == Path::new(".git") || path == Path::new(".wright"), "{line}");
-            assert!(refusal.explain().contains("protected"), "{}", refusal.explain());
+            assert!(
+                path == Path::new(".git") || path == Path::new(".wright"),
+                "{line}"
+            );
+            assert!(
+                refusal.explain().contains("protected"),
+                "{}",
+                refusal.explain()
+            );
             let mut widened = r.clone();
             widen(&mut widened, &refusal.widening().unwrap());
             assert_eq!(widened.unprotected, [path.clone()]);

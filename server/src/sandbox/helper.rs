@@ -392,12 +392,11 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
 /// subreaper: every process the command leaves is re-parented to it and killed when the run
 /// ends.
 fn run_without_namespaces(spec: &HelperSpec, control: i32) -> Step<i32> {
-    let filter = seccomp::compile(spec.network, seccomp::Sockets::PairsOnly).map_err(|error| {
-        Failure {
+    let filter =
+        seccomp::compile(spec.network, seccomp::Sockets::PairsOnly).map_err(|error| Failure {
             stage: "compiling the seccomp filter",
             error: io::Error::other(error.to_string()),
-        }
-    })?;
+        })?;
     // SAFETY: plain process-attribute calls.
     check("becoming the run's subreaper", unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -514,7 +513,10 @@ fn children_of_self() -> Vec<libc::pid_t> {
         for task in tasks.flatten() {
             // host path: the task's children list in /proc.
             if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
-                out.extend(list.split_whitespace().filter_map(|pid| pid.parse::<i32>().ok()));
+                out.extend(
+                    list.split_whitespace()
+                        .filter_map(|pid| pid.parse::<i32>().ok()),
+                );
             }
         }
     }
@@ -1447,7 +1449,8 @@ fn drop_capabilities() -> io::Result<()> {
     unsafe {
         // Setting securebits needs CAP_SETPCAP: a process without any capability (an
         // unprivileged user in the landlock tier) has none to regain by exec either.
-        if libc::prctl(libc::PR_SET_SECUREBITS, securebits as libc::c_ulong) < 0 && has_capabilities()
+        if libc::prctl(libc::PR_SET_SECUREBITS, securebits as libc::c_ulong) < 0
+            && has_capabilities()
         {
             return Err(io::Error::last_os_error());
         }

@@ -634,9 +634,7 @@ impl PrivateTmp {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         // host path: a fresh folder of this process's own; create_dir fails if one is there.
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)?;
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Self(path))
     }
 }

@@ -122,6 +122,52 @@ pub fn namespace_refusal() -> Option<String> {
     REFUSAL.get_or_init(try_namespaces).clone()
 }
 
+/// Which isolation commands get here, for `wright doctor`: its name, what it keeps, and what
+/// it does not promise.
+pub struct TierReport {
+    pub tier: &'static str,
+    pub detail: String,
+    pub not_promised: Vec<&'static str>,
+}
+
+/// What the landlock tier cannot give.
+pub const LANDLOCK_TIER_GAPS: &[&str] = &[
+    "a private /tmp (the run gets a private folder under the host's, as TMPDIR)",
+    "a pid namespace (commands see the host's processes; landlock ABI 6 keeps signals and \
+     ptrace within the run)",
+    "snapshots (editor sessions' commands need one and are refused)",
+    "a private loopback (loopback permission means no network)",
+    "read-only .git, .wright and sandbox.protected in place",
+    "Unix sockets beyond socketpair's",
+];
+
+/// The tier runs get, given whether the user allowed the landlock tier.
+pub fn tier_report(fallback_allowed: bool) -> TierReport {
+    match namespace_refusal() {
+        None => TierReport {
+            tier: "namespaces",
+            detail: "user, mount, pid, ipc, uts and network namespaces, landlock, seccomp \
+                     with every connect supervised, cgroups where available"
+                .to_owned(),
+            not_promised: Vec::new(),
+        },
+        Some(why) if fallback_allowed => TierReport {
+            tier: "landlock",
+            detail: format!(
+                "sandbox.fallback = \"landlock\" (namespaces refused: {why}): writes confined \
+                 to the workspace and the run's own temporary folder, no network, no host \
+                 socket, credential stores unreadable"
+            ),
+            not_promised: LANDLOCK_TIER_GAPS.to_vec(),
+        },
+        Some(why) => TierReport {
+            tier: "none",
+            detail: format!("commands are refused: {why}"),
+            not_promised: Vec::new(),
+        },
+    }
+}
+
 /// Where the AppArmor profile that lets wright make its namespaces is kept in the repository.
 pub const APPARMOR_PROFILE: &str = "server/packaging/apparmor.d/wright";
 
@@ -163,8 +209,9 @@ fn try_namespaces() -> Option<String> {
         }
         0
     });
-    let apparmor = std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
-        .is_ok_and(|v| v.trim() == "1");
+    let apparmor =
+        std::fs::read_to_string("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+            .is_ok_and(|v| v.trim() == "1");
     let remedy_apparmor = format!(
         "AppArmor restricts unprivileged user namespaces here \
          (kernel.apparmor_restrict_unprivileged_userns = 1): install the profile shipped in \
@@ -192,8 +239,7 @@ fn try_namespaces() -> Option<String> {
                 "user.max_user_namespaces is 0 (raise it, or allow the weaker landlock tier \
                  with sandbox.fallback = \"landlock\")"
                     .to_owned()
-            } else if sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0")
-            {
+            } else if sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
                 "kernel.unprivileged_userns_clone is 0 (set it to 1, or allow the weaker \
                  landlock tier with sandbox.fallback = \"landlock\")"
                     .to_owned()
@@ -203,10 +249,7 @@ fn try_namespaces() -> Option<String> {
                  sandbox.fallback = \"landlock\")"
                     .to_owned()
             };
-            Some(format!(
-                "{step} failed: {}; {cause}",
-                describe_errno(errno)
-            ))
+            Some(format!("{step} failed: {}; {cause}", describe_errno(errno)))
         }
         Err(err) => Some(format!("could not fork a probe: {err}")),
     }
