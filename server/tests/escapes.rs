@@ -568,7 +568,7 @@ while True:
     if fd < 0: break
     held.append(fd)
 print(len(held)); sys.stdout.flush()
-open("/tmp/ready", "w").close()
+open("ready", "w").close()
 time.sleep(3)
 "#;
     let started = Instant::now();
@@ -587,8 +587,13 @@ time.sleep(3)
                 .unwrap()
         })
     };
-    // While the command holds its instances, this process (the same user) gets one.
-    std::thread::sleep(Duration::from_millis(1500));
+    // While the command holds its instances (it says so in the workspace), this process (the
+    // same user) still gets one.
+    let ready = scene.path("ws/ready");
+    while !ready.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the command never got ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // SAFETY: inotify_init1 and close on our own descriptor.
     let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
     assert!(
