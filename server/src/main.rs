@@ -310,12 +310,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if !(timeout.is_finite() && timeout > 0.0) {
                 anyhow::bail!("--timeout must be a positive number of seconds");
             }
+            let workspace = commands::Workspace::load(root.clone());
             let options = wright::sandbox::command::Options {
                 allow_net,
                 timeout: std::time::Duration::from_secs_f64(timeout),
                 memory_mb: memory,
                 snapshot,
                 json,
+                settings: wright::sandbox::policy::Settings::from_config(&workspace.config),
             };
             let env = |var: &str| std::env::var(var).ok();
             let printed = wright::sandbox::command::run(&root, command, &options, &env);

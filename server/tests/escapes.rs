@@ -591,7 +591,10 @@ time.sleep(3)
     // same user) still gets one.
     let ready = scene.path("ws/ready");
     while !ready.exists() {
-        assert!(started.elapsed() < Duration::from_secs(60), "the command never got ready");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the command never got ready"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: inotify_init1 and close on our own descriptor.
@@ -670,5 +673,144 @@ fn the_users_secrets_are_unreadable() {
             })
             .unwrap();
         assert!(!outcome.stdout.text().contains("SECRET"), "{outcome:?}");
+    }
+}
+
+/// Installs, in a child about to exec wright, a seccomp filter that refuses what makes a
+/// user namespace (`unshare` and `clone` with `CLONE_NEWUSER`): what a container or a
+/// hardened kernel does, so wright finds its namespaces refused.
+fn refuse_user_namespaces(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JSET_K: u16 = 0x45;
+    const RET_K: u16 = 0x06;
+    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let eperm = 0x0005_0000 | libc::EPERM as u32;
+    let filter = vec![
+        op(LD_W_ABS, 0, 0, 0), // nr
+        op(JEQ_K, 0, 1, libc::SYS_unshare as u32),
+        op(RET_K, 0, 0, eperm),
+        op(JEQ_K, 0, 3, libc::SYS_clone as u32),
+        op(LD_W_ABS, 0, 0, 16), // args[0], low half
+        op(JSET_K, 0, 1, libc::CLONE_NEWUSER as u32),
+        op(RET_K, 0, 0, eperm),
+        op(RET_K, 0, 0, 0x7fff_0000),
+    ];
+    // SAFETY: between fork and exec: prctl and seccomp on a filter owned by the closure.
+    unsafe {
+        command.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Where user namespaces are refused: without the user's consent no command runs and the
+/// error names the cause; with `sandbox.fallback = "landlock"` the landlock tier holds the
+/// same escapes closed that it promises to (writes outside, the network, host sockets, the
+/// secrets), and says what it does not promise.
+#[test]
+fn where_namespaces_are_refused_the_landlock_tier_holds_what_it_promises() {
+    if !sandbox_available("landlock tier") {
+        return;
+    }
+    for user in users() {
+        let scene = Scene::new("landlock-tier", user);
+        scene.write("home/.ssh/id_ed25519", "SECRET-key\n");
+        scene.write("ws/a.txt", "mine\n");
+        let socket = scene.path(&format!("home/agent-{}.sock", user as u8));
+        let listener = Listener::path(&socket);
+        let wright = |flags: &[&str], script: &str| -> Output {
+            scene.hand_over();
+            let mut command = match user {
+                User::Current => Command::new(env!("CARGO_BIN_EXE_wright")),
+                User::Nobody => {
+                    let mut c = Command::new("/usr/bin/setpriv");
+                    c.args([
+                        &format!("--reuid={NOBODY}"),
+                        &format!("--regid={NOBODY}"),
+                        "--clear-groups",
+                        env!("CARGO_BIN_EXE_wright"),
+                    ]);
+                    c
+                }
+            };
+            command
+                .args(["sandbox", "run", "--json", "--root"])
+                .arg(scene.path("ws"))
+                .args(flags)
+                .args(["--", PYTHON, "-c", script])
+                .env_clear()
+                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+                .env("HOME", scene.path("home"))
+                .env("XDG_CONFIG_HOME", scene.path("home/.config"))
+                .env("XDG_CACHE_HOME", scene.path("cache"))
+                .env("TMPDIR", scene.path("outside"));
+            refuse_user_namespaces(&mut command);
+            command.output().unwrap()
+        };
+        let script = format!(
+            r#"
+import os, socket
+def attempt(what, action):
+    try:
+        action(); print(what, "done")
+    except OSError as e:
+        print(what, "refused")
+def write_outside(): open({outside:?}, "w").write("escaped")
+def connect_host():
+    s = socket.socket(socket.AF_UNIX); s.connect({socket:?})
+def network():
+    socket.create_connection(("127.0.0.1", 9), timeout=2)
+def secret(): print(open({secret:?}).read())
+attempt("outside", write_outside)
+attempt("host socket", connect_host)
+attempt("network", network)
+attempt("secret", secret)
+attempt("workspace", lambda: open("b.txt", "w").write("ok"))
+attempt("tmp", lambda: open(os.path.join(os.environ["TMPDIR"], "t"), "w").write("ok"))
+a, b = socket.socketpair(); a.sendall(b"x"); print("pair", b.recv(1).decode())
+"#,
+            outside = scene.path("outside/escaped").to_str().unwrap(),
+            socket = socket.to_str().unwrap(),
+            secret = scene.path("home/.ssh/id_ed25519").to_str().unwrap(),
+        );
+        // Without consent: refused, the cause named.
+        let out = wright(&[], &script);
+        assert_eq!(out.status.code(), Some(1), "{user:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot isolate commands here"), "{stderr}");
+        assert!(stderr.contains("sandbox.fallback"), "{stderr}");
+        // With the user's consent, in their own configuration.
+        scene.write(
+            "home/.config/wright/config.toml",
+            "[sandbox]\nfallback = \"landlock\"\n",
+        );
+        let out = wright(&[], &script);
+        let json: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(
+            text(&json["stdout"]),
+            "outside refused\nhost socket refused\nnetwork refused\nsecret refused\n\
+             workspace done\ntmp done\npair x\n",
+            "{user:?}: {json}"
+        );
+        assert_eq!(json["isolation"]["pid"], "shared");
+        assert_eq!(json["isolation"]["filesystem"], "landlock");
+        assert!(!scene.path("outside/escaped").exists());
+        assert_eq!(listener.connections(), 0);
+        // A snapshot needs namespaces: refused, saying so.
+        let out = wright(&["--snapshot"], "print(1)");
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("landlock tier cannot"));
     }
 }

@@ -107,6 +107,8 @@ pub struct SandboxRunner {
     approve: Vec<String>,
     approved: Mutex<Vec<String>>,
     network: NetworkPolicy,
+    /// The configuration's `sandbox.*` settings, applied to every request.
+    settings: crate::sandbox::policy::Settings,
 }
 
 impl SandboxRunner {
@@ -122,7 +124,18 @@ impl SandboxRunner {
             approve: Vec::new(),
             approved: Mutex::new(Vec::new()),
             network: NetworkPolicy::Ask,
+            settings: Default::default(),
         }
+    }
+
+    /// The configuration's `sandbox.*` settings (protected and hidden paths, the disk and
+    /// /tmp bounds, the landlock tier's consent).
+    pub fn with_settings(mut self, settings: crate::sandbox::policy::Settings) -> Self {
+        if settings.fallback {
+            self.pool.backend().allow_fallback(true);
+        }
+        self.settings = settings;
+        self
     }
 
     /// Commands run with the network (`Allow`), without it (`Deny`), or without it unless
@@ -243,6 +256,7 @@ impl CommandRunner for SandboxRunner {
             cancel: Some(cancel.flag()),
             ..Request::default()
         };
+        self.settings.apply(&mut request);
         for widening in self
             .allowed
             .lock()

@@ -22,6 +22,8 @@ pub struct Options {
     pub memory_mb: u64,
     pub snapshot: bool,
     pub json: bool,
+    /// The configuration's `sandbox.*` settings.
+    pub settings: super::policy::Settings,
 }
 
 /// What the binary prints and exits with.
@@ -47,6 +49,7 @@ pub fn run(
         Ok(backend) => backend,
         Err(err) => return refuse(format!("locating the wright binary: {err}")),
     };
+    backend.allow_fallback(options.settings.fallback);
     let mut request = Request {
         argv,
         workspace: root.to_path_buf(),
@@ -65,6 +68,7 @@ pub fn run(
         },
         ..Request::default()
     };
+    options.settings.apply(&mut request);
     // A snapshot is tried as an overlay first; if this machine cannot mount one, once more
     // as whatever `LocalBackend::snapshot` falls back to.
     let mut attempts = if options.snapshot { 2 } else { 1 };

@@ -168,3 +168,69 @@ impl Drop for Placeholders {
         }
     }
 }
+
+/// The sandbox's settings from the configuration (`sandbox.*`), applied to each request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// `sandbox.protected`: workspace-relative paths read-only in place.
+    pub protected: Vec<PathBuf>,
+    /// `sandbox.deny_read`: more paths hidden from commands.
+    pub deny_read: Vec<PathBuf>,
+    /// `sandbox.disk_mb`, in bytes.
+    pub disk_bytes: u64,
+    /// `sandbox.tmp_mb`, in bytes.
+    pub tmp_bytes: u64,
+    /// `sandbox.fallback = "landlock"`: the user allowed the landlock tier.
+    pub fallback: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let limits = super::Limits::default();
+        Self {
+            protected: Vec::new(),
+            deny_read: Vec::new(),
+            disk_bytes: limits.disk_bytes,
+            tmp_bytes: limits.tmp_bytes,
+            fallback: false,
+        }
+    }
+}
+
+impl Settings {
+    /// The resolved configuration's values (validated when read; a bad one is the default).
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        let list = |key: &str| -> Vec<PathBuf> {
+            config
+                .get(key)
+                .unwrap_or_default()
+                .split(';')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        };
+        let mib = |key: &str, default: u64| {
+            config
+                .get(key)
+                .and_then(|value| value.parse::<u64>().ok())
+                .map_or(default, |mb| mb << 20)
+        };
+        let defaults = Self::default();
+        Self {
+            protected: list("sandbox.protected"),
+            deny_read: list("sandbox.deny_read"),
+            disk_bytes: mib("sandbox.disk_mb", defaults.disk_bytes),
+            tmp_bytes: mib("sandbox.tmp_mb", defaults.tmp_bytes),
+            fallback: config.get("sandbox.fallback") == Some("landlock"),
+        }
+    }
+
+    /// Applies the settings to a request (its own protected and hidden paths kept).
+    pub fn apply(&self, request: &mut super::Request) {
+        request.protected.extend(self.protected.iter().cloned());
+        request.deny_read.extend(self.deny_read.iter().cloned());
+        request.limits.disk_bytes = self.disk_bytes;
+        request.limits.tmp_bytes = self.tmp_bytes;
+    }
+}
