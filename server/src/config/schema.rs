@@ -103,7 +103,7 @@ pub static KEYS: &[KeySpec] = &[
         default: None,
         secret: false,
         merge: MODEL_CHOICE,
-        doc: "the model for agent tasks, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5), or auto to pick a tier per task",
+        doc: "the model for agent tasks, as PROVIDER/MODEL (openai/gpt-4.1, anthropic/claude-sonnet-4-5), or auto to pick a tier per task; yours wins over a workspace file's unless allow_workspace_model",
         kind: Kind::Text,
         workspace_refuses: Some(refuse_local_model),
         validate: validate_model_or_auto,
