@@ -62,6 +62,13 @@ impl Report {
                 "value": setting.map(|s| s.display_value()),
                 "source": setting.map(|s| s.source.to_string()),
                 "env": spec.env,
+                "merge": spec.merge.name(),
+                "parts": config.parts(spec.key).iter().map(|part| json!({
+                    "value": part.display_value(),
+                    "source": part.source.to_string(),
+                    "applied": part.ignored.is_none(),
+                    "why_not": part.ignored,
+                })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "problems": config.problems().iter().map(ToString::to_string).collect::<Vec<_>>(),
             "index": match &self.index {
@@ -148,6 +155,7 @@ impl Report {
                     let _ = writeln!(out, "  {} is not set   ({}{env})", spec.key, spec.doc);
                 }
             }
+            write_parts(&mut out, spec, config.parts(spec.key));
         }
         if !config.problems().is_empty() {
             let _ = writeln!(out, "\nproblems:");
@@ -156,5 +164,26 @@ impl Report {
             }
         }
         out
+    }
+}
+
+/// Under a setting several layers took part in (or one whose part did not count), each part
+/// with its source, and why it did not count when it did not.
+fn write_parts(out: &mut String, spec: &config::KeySpec, parts: &[config::Part]) {
+    if parts.len() < 2 && parts.iter().all(|part| part.ignored.is_none()) {
+        return;
+    }
+    let _ = writeln!(out, "    parts ({}):", spec.merge.name());
+    for part in parts {
+        let why = part
+            .ignored
+            .map(|why| format!("; not applied: {why}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "      {}   ({}{why})",
+            part.display_value(),
+            part.source
+        );
     }
 }

@@ -108,6 +108,102 @@ fn doctor_shows_each_value_with_its_source_and_hides_secrets() {
 }
 
 #[test]
+fn doctor_shows_what_a_workspace_file_combined_with_the_users_settings_part_by_part() {
+    let dir = TempDir::new("doctorparts");
+    let config_home = dir.path().join("cfg");
+    let user_file = dir.write(
+        "cfg/wright/config.toml",
+        "model = \"openai/gpt-4.1\"\n[agent]\napprove_commands = \"git push*\"\n",
+    );
+    let workspace_file = dir.write(
+        "ws/.wright/config.toml",
+        "model = \"anthropic/claude-opus-4\"\n[agent]\napprove_commands = [\"rm -rf *\"]\n[sandbox]\nnetwork = \"allow\"\ndisk_mb = 512\n",
+    );
+    let root = dir.path().join("ws");
+    let env = [("XDG_CONFIG_HOME", config_home.to_str().unwrap())];
+    let (user, workspace) = (
+        format!("user file {}", user_file.display()),
+        format!("workspace file {}", workspace_file.display()),
+    );
+
+    let out = wright(
+        &["doctor", "--json", "--root", root.to_str().unwrap()],
+        &env,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    let find = |key: &str| {
+        report["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap()
+            .clone()
+    };
+    let approvals = find("agent.approve_commands");
+    assert_eq!(approvals["value"], "git push*; rm -rf *");
+    assert_eq!(
+        approvals["source"],
+        format!("combined from {user} and {workspace}")
+    );
+    assert_eq!(approvals["merge"], "union");
+    assert_eq!(
+        approvals["parts"],
+        serde_json::json!([
+            {"value": "git push*", "source": user, "applied": true, "why_not": null},
+            {"value": "rm -rf *", "source": workspace, "applied": true, "why_not": null},
+        ])
+    );
+    let network = find("sandbox.network");
+    assert_eq!(
+        (&network["value"], &network["source"]),
+        (&"ask".into(), &"default".into())
+    );
+    assert_eq!(network["merge"], "stricter");
+    assert_eq!(network["parts"][1]["value"], "allow");
+    assert_eq!(network["parts"][1]["source"], workspace.as_str());
+    assert_eq!(network["parts"][1]["applied"], false);
+    let disk = find("sandbox.disk_mb");
+    assert_eq!(
+        (&disk["value"], &disk["source"]),
+        (&"512".into(), &workspace.clone().into())
+    );
+    let model = find("model");
+    assert_eq!(
+        (&model["value"], &model["source"]),
+        (&"openai/gpt-4.1".into(), &user.clone().into())
+    );
+    assert_eq!(model["parts"][1]["applied"], false);
+
+    let out = wright(&["doctor", "--root", root.to_str().unwrap()], &env);
+    let human = text(&out.stdout);
+    for line in [
+        format!(
+            "  agent.approve_commands = git push*; rm -rf *   (combined from {user} and {workspace})"
+        ),
+        "    parts (union):".to_owned(),
+        format!("      git push*   ({user})"),
+        format!("      rm -rf *   ({workspace})"),
+        "  sandbox.network = ask   (default)".to_owned(),
+        format!(
+            "      allow   ({workspace}; not applied: not stricter than the value that applies)"
+        ),
+        format!("  sandbox.disk_mb = 512   ({workspace})"),
+        "      4096   (default; not applied: a workspace file's value is smaller)".to_owned(),
+        format!(
+            "      anthropic/claude-opus-4   ({workspace}; not applied: your own model choice wins"
+        ),
+    ] {
+        assert!(
+            human.lines().any(|l| l.starts_with(&line)),
+            "{line:?} in\n{human}"
+        );
+    }
+}
+
+#[test]
 fn doctor_reports_the_log_file_and_fails_on_a_broken_config_file() {
     let dir = TempDir::new("doctorbroken");
     dir.write(".wright/config.toml", "model = \n");

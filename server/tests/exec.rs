@@ -739,6 +739,170 @@ fn the_key_can_come_from_a_command_in_the_user_configuration_never_from_the_work
 }
 
 #[test]
+fn a_workspace_file_adds_to_the_users_approvals_and_cannot_replace_them() {
+    let dir = setup("exec-approvals-union");
+    dir.write(
+        "config/wright/config.toml",
+        "[agent]\napprove_commands = \"touch forbidden*\"\n",
+    );
+    // A repository (or a command that rewrote this file) trying to drop the user's gate.
+    dir.write(
+        "ws/.wright/config.toml",
+        "[agent]\napprove_commands = \"git push*\"\n",
+    );
+    let provider = ScriptedProvider::start();
+    for (id, command) in [("u", "touch forbidden.txt"), ("w", "git push origin main")] {
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(id, "run_command", &json!({"command": command}).to_string()),
+        ));
+    }
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Tried."])));
+    let out = exec(&dir, Some(&provider), &["run them", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let results = tool_results(&provider);
+    for id in ["u", "w"] {
+        let result = &results.iter().find(|(call, _)| call == id).unwrap().1;
+        assert!(result.contains("asks for approval"), "{id}: {result}");
+    }
+    assert!(
+        !dir.path().join("ws/forbidden.txt").exists(),
+        "the user's own gate still holds"
+    );
+}
+
+#[test]
+fn a_workspace_file_may_keep_the_network_off_but_never_open_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = json!({
+        "command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'"),
+        "timeout_secs": 10,
+    });
+    let run = |name: &str, network: &str| {
+        let dir = setup(name);
+        dir.write(
+            "ws/.wright/config.toml",
+            &format!("[sandbox]\nnetwork = \"{network}\"\n"),
+        );
+        let provider = ScriptedProvider::start();
+        provider.push(Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call("n", "run_command", &connect.to_string()),
+        ));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+        let out = exec(&dir, Some(&provider), &["connect", "--json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (tool_results(&provider)[0].1.clone(), text(&out.stderr))
+    };
+    let (opened, stderr) = run("exec-network-loosen", "allow");
+    assert!(opened.contains("sandbox: "), "still off: {opened}");
+    assert!(
+        listener.accept().is_err(),
+        "the host's listener was reached"
+    );
+    assert!(
+        !stderr.contains("sandbox.network"),
+        "not a problem: {stderr}"
+    );
+    let (closed, stderr) = run("exec-network-tighten", "deny");
+    assert!(
+        closed.contains("the configuration keeps the network off (sandbox.network = deny)"),
+        "{closed}"
+    );
+    assert!(!stderr.contains("sandbox.network"), "{stderr}");
+}
+
+/// The user's file names the scripted provider's model; `extra` goes on top of it.
+fn user_model(dir: &TempDir, provider: &ScriptedProvider, extra: &str) {
+    dir.write(
+        "config/wright/config.toml",
+        &format!(
+            "{extra}model = \"openai/gpt-4.1\"\n[providers.openai]\nbase_url = \"{}\"\n",
+            provider.openai_base_url()
+        ),
+    );
+}
+
+/// `wright exec` with only the key from the environment: the model comes from the files.
+fn exec_with_files(dir: &TempDir, task: &str) -> Output {
+    command(dir, None, &[task])
+        .env("OPENAI_API_KEY", "sk-exec-test-key")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_workspace_naming_a_gguf_file_of_its_own_is_refused_and_the_users_model_serves() {
+    let dir = setup("exec-workspace-gguf");
+    // Not a model: loading it would fail; running a real one would run the repository's file.
+    dir.write("ws/repo_model.gguf", "GGUF\u{3}\0\0\0 not really a model");
+    dir.write(
+        "ws/.wright/config.toml",
+        "model = \"local/repo_model.gguf\"\n[providers.local]\npath = \"repo_model.gguf\"\n",
+    );
+    let provider = ScriptedProvider::start();
+    user_model(&dir, &provider, "allow_workspace_model = true\n");
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Hello."])));
+    let out = exec_with_files(&dir, "say hello");
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(provider.requests().len(), 1, "{stderr}");
+    assert_eq!(provider.requests()[0].json()["model"], "gpt-4.1");
+    let file = dir.path().join("ws/.wright/config.toml");
+    for key in ["`model`", "`providers.local.path`"] {
+        assert!(
+            stderr
+                .lines()
+                .any(|line| line.contains(&file.display().to_string()) && line.contains(key)),
+            "{key} refused, naming the file: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("a repository must not choose a local model"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_users_model_wins_over_a_workspaces() {
+    let dir = setup("exec-user-model");
+    dir.write(
+        "ws/.wright/config.toml",
+        "model = \"openai/gpt-4.1-mini\"\n",
+    );
+    let provider = ScriptedProvider::start();
+    user_model(&dir, &provider, "");
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Hello."])));
+    let out = exec_with_files(&dir, "say hello");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(provider.requests()[0].json()["model"], "gpt-4.1");
+}
+
+#[test]
+fn allow_workspace_model_lets_the_workspaces_model_serve() {
+    let dir = setup("exec-allow-workspace-model");
+    dir.write(
+        "ws/.wright/config.toml",
+        "model = \"openai/gpt-4.1-mini\"\n",
+    );
+    let provider = ScriptedProvider::start();
+    user_model(&dir, &provider, "allow_workspace_model = true\n");
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Hello."])));
+    // Over the user's file and their WRIGHT_MODEL alike: the user let the workspace choose.
+    let out = command(&dir, None, &["say hello"])
+        .env("OPENAI_API_KEY", "sk-exec-test-key")
+        .env("WRIGHT_MODEL", "openai/gpt-4.1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("configuration:"), "no problem: {stderr}");
+    assert_eq!(provider.requests()[0].json()["model"], "gpt-4.1-mini");
+}
+
+#[test]
 fn ctrl_c_cancels_a_running_command_at_once_and_its_processes_die() {
     let dir = setup("exec-cancel-command");
     let provider = ScriptedProvider::start();

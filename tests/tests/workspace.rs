@@ -84,12 +84,12 @@ fn configuration_layers_resolve_in_order_and_name_their_source() {
     let home = dir.path().join("home");
     let user_file = dir.write(
         "home/config/wright/config.toml",
-        "model = \"openai/from-user\"\n",
+        "model = \"openai/from-user\"\n[llm]\nmax_attempts = 2\n",
     );
     let root = dir.path().join("ws");
     dir.write(
         "ws/.wright/config.toml",
-        "model = \"openai/from-workspace\"\ncolour = \"blue\"\n",
+        "model = \"openai/from-workspace\"\ncolour = \"blue\"\n[llm]\nmax_attempts = 3\n",
     );
     let mut spawn = Spawn {
         root: Some(root.clone()),
@@ -115,9 +115,15 @@ fn configuration_layers_resolve_in_order_and_name_their_source() {
         "workspace file {}",
         root.join(".wright/config.toml").display()
     );
+    // A plain key: the workspace file after the user file. The model is the user's choice.
+    assert_eq!(
+        setting(&status, "llm.max_attempts"),
+        (json!("3"), json!(workspace_source))
+    );
+    let user_source = format!("user file {}", user_file.display());
     assert_eq!(
         setting(&status, "model"),
-        (json!("openai/from-workspace"), json!(workspace_source))
+        (json!("openai/from-user"), json!(user_source))
     );
     assert_eq!(
         setting(&status, "providers.openai.api_key"),
@@ -132,10 +138,9 @@ fn configuration_layers_resolve_in_order_and_name_their_source() {
         "workspace/didChangeWatchedFiles",
         json!({"changes": [{"uri": file_uri(&root.join(".wright/config.toml")), "type": 3}]}),
     );
-    let user_source = format!("user file {}", user_file.display());
     assert_eq!(
-        setting(&editor.status(), "model"),
-        (json!("openai/from-user"), json!(user_source))
+        setting(&editor.status(), "llm.max_attempts"),
+        (json!("2"), json!(user_source))
     );
 
     // The client's settings come after the files ({"wright": {...}} as VS Code sends them).

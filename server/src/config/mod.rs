@@ -4,11 +4,18 @@
 //! Layers, lowest precedence first: built-in defaults, the user file
 //! (`$XDG_CONFIG_HOME/wright/config.toml`), each workspace root's `.wright/config.toml`, the
 //! client's `initializationOptions`, the client's `workspace/didChangeConfiguration` settings,
-//! and the environment. Invariants: a bad layer never stops the server (its problems are
-//! collected and reported, and its valid keys still apply); a secret's value never appears in
-//! any rendering of the configuration; a workspace file cannot set where credentials are sent.
+//! and the environment. A workspace file is the repository's, untrusted: each key's
+//! [`Merge`] rule says how it combines with the user's layers (the rest are the user's).
+//! Invariants: a bad layer never stops the server (its problems are collected and reported,
+//! and its valid keys still apply); a secret's value never appears in any rendering of the
+//! configuration; a workspace file cannot set where credentials are sent, name a file to load
+//! or run, loosen a policy key, or override the user's model unless the user allowed it.
 
+mod merge;
+mod policy;
 mod schema;
+#[cfg(test)]
+mod trust_tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +23,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
-pub use schema::{KEYS, KeySpec};
+pub use merge::Part;
+pub use policy::{ALWAYS_PROTECTED, Fallback, SandboxSettings};
+pub use schema::{KEYS, KeySpec, Kind, Merge};
 
 /// Where a value came from, in the words a user would look for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +36,9 @@ pub enum Source {
     InitializationOptions,
     ClientSettings,
     Environment(&'static str),
+    /// A value several layers made together (a list combined from the user's and a
+    /// repository's).
+    Combined(Vec<Source>),
 }
 
 impl fmt::Display for Source {
@@ -38,6 +50,16 @@ impl fmt::Display for Source {
             Self::InitializationOptions => f.write_str("initializationOptions"),
             Self::ClientSettings => f.write_str("workspace/didChangeConfiguration"),
             Self::Environment(var) => write!(f, "environment {var}"),
+            Self::Combined(sources) => {
+                f.write_str("combined from ")?;
+                for (i, source) in sources.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" and ")?;
+                    }
+                    write!(f, "{source}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -130,34 +152,70 @@ impl Layer {
     }
 
     fn take_value(&mut self, spec: &'static KeySpec, value: &Json) {
-        if matches!(self.source, Source::WorkspaceFile(_)) && !spec.workspace_file {
+        let workspace = matches!(self.source, Source::WorkspaceFile(_));
+        if let (true, Merge::UserOnly(why)) = (workspace, spec.merge) {
+            let env = spec
+                .env
+                .map(|var| format!(" or the environment ({var})"))
+                .unwrap_or_default();
             self.problem(format!(
-                "`{}` may not be set in a workspace file: a repository must not choose where \
-                 your credentials go; set it in your user file or the environment",
+                "`{}` may not be set in a workspace file: {why}; set it in your user file{env}",
                 spec.key
             ));
             return;
         }
-        let number;
-        let value = match value {
-            Json::Number(n) if spec.integer => {
-                number = Json::String(n.to_string());
-                &number
-            }
-            other => other,
-        };
-        match value {
-            Json::String(text) => match (spec.validate)(text) {
-                Ok(()) => {
-                    self.values.insert(spec.key, text.clone());
+        let text = match (spec.kind, value) {
+            (_, Json::String(text)) => text.clone(),
+            (Kind::Integer, Json::Number(n)) => n.to_string(),
+            (Kind::Bool, Json::Bool(b)) => b.to_string(),
+            (Kind::List, Json::Array(entries)) => {
+                let mut items = Vec::with_capacity(entries.len());
+                for entry in entries {
+                    match entry.as_str().map(str::trim) {
+                        Some(item) if item.contains(';') => {
+                            return self.problem(format!(
+                                "`{}`: the item {item:?} holds a `;`, which separates items \
+                                 (ignored)",
+                                spec.key
+                            ));
+                        }
+                        Some(item) => items.push(item.to_owned()),
+                        None => {
+                            return self.problem(format!(
+                                "`{}` must be a list of strings, found {entry} in it (ignored)",
+                                spec.key
+                            ));
+                        }
+                    }
                 }
-                Err(why) => self.problem(format!("`{}`: {why} (ignored)", spec.key)),
-            },
-            other => self.problem(format!(
-                "`{}` must be a string, found {other} (ignored)",
-                spec.key
-            )),
+                items.join("; ")
+            }
+            (kind, other) => {
+                let expected = match kind {
+                    Kind::Text | Kind::Integer => "a string",
+                    Kind::Bool => "true or false",
+                    Kind::List => "a string or a list of strings",
+                };
+                return self.problem(format!(
+                    "`{}` must be {expected}, found {other} (ignored)",
+                    spec.key
+                ));
+            }
+        };
+        // A list is kept as its items joined by "; ", whichever way it was spelled.
+        let text = match spec.kind {
+            Kind::List => schema::items(&text).collect::<Vec<_>>().join("; "),
+            _ => text,
+        };
+        if let Err(why) = (spec.validate)(&text) {
+            return self.problem(format!("`{}`: {why} (ignored)", spec.key));
         }
+        if let (true, Some(refuses)) = (workspace, spec.workspace_refuses)
+            && let Some(why) = refuses(&text)
+        {
+            return self.problem(format!("`{}` = {why} (ignored)", spec.key));
+        }
+        self.values.insert(spec.key, text);
     }
 }
 
@@ -255,28 +313,67 @@ impl Layers {
             .chain(&self.environment)
     }
 
-    /// Merges the layers: for each key, the value of the last layer that set it.
+    /// Merges the layers, key by key, by each key's [`Merge`] rule: among the user's layers
+    /// the later wins; a workspace file's value combines with theirs as the rule says.
     pub fn resolve(&self) -> Config {
-        let mut values: BTreeMap<&'static str, Setting> = KEYS
-            .iter()
-            .filter_map(|spec| {
-                let value = spec.default?;
-                Some((
-                    spec.key,
-                    Setting::new(spec, value.to_owned(), Source::Default),
-                ))
-            })
-            .collect();
-        let mut problems = Vec::new();
-        for layer in self.layers() {
-            for (&key, value) in &layer.values {
-                let spec = schema::find(key).expect("layers only hold schema keys");
-                values.insert(key, Setting::new(spec, value.clone(), layer.source.clone()));
+        let layers: Vec<&Layer> = self.layers().collect();
+        let given = |key: &str| -> Vec<merge::Given<'_>> {
+            layers
+                .iter()
+                .filter_map(|layer| {
+                    Some(merge::Given {
+                        value: layer.values.get(key)?,
+                        source: &layer.source,
+                        user: !matches!(layer.source, Source::WorkspaceFile(_)),
+                    })
+                })
+                .collect()
+        };
+        let mut config = Config {
+            problems: layers
+                .iter()
+                .flat_map(|layer| layer.problems.iter().cloned())
+                .collect(),
+            ..Config::default()
+        };
+        for spec in KEYS {
+            let choice = match spec.merge {
+                Merge::UserChoice { group, allowed_by } => merge::Choice {
+                    allowed: user_value(allowed_by, &given(allowed_by)) == Some("true"),
+                    user_chose: KEYS
+                        .iter()
+                        .filter(|other| {
+                            matches!(other.merge, Merge::UserChoice { group: g, .. } if g == group)
+                        })
+                        .any(|other| given(other.key).iter().any(|g| g.user)),
+                },
+                _ => merge::Choice {
+                    allowed: false,
+                    user_chose: false,
+                },
+            };
+            let combined = merge::combine(spec, &given(spec.key), &choice);
+            if let Some((value, source)) = combined.value {
+                config
+                    .values
+                    .insert(spec.key, Setting::new(spec, value, source));
             }
-            problems.extend(layer.problems.iter().cloned());
+            if !combined.parts.is_empty() {
+                config.parts.insert(spec.key, combined.parts);
+            }
         }
-        Config { values, problems }
+        config
     }
+}
+
+/// The value the user's own layers give `key` (the last of them), else its default.
+fn user_value<'a>(key: &str, given: &[merge::Given<'a>]) -> Option<&'a str> {
+    given
+        .iter()
+        .rev()
+        .find(|g| g.user)
+        .map(|g| g.value)
+        .or_else(|| schema::find(key).and_then(|spec| spec.default))
 }
 
 /// VS Code and others send settings under the extension's section (`{"wright": {...}}`); other
@@ -394,6 +491,8 @@ impl Setting {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
     values: BTreeMap<&'static str, Setting>,
+    /// Every layer's part in each key's value, those that did not count included.
+    parts: BTreeMap<&'static str, Vec<Part>>,
     problems: Vec<Problem>,
 }
 
@@ -405,6 +504,12 @@ impl Config {
 
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// The layers' parts in `key`'s value, in layer order (the default when it took part),
+    /// each saying why it did not count when it did not.
+    pub fn parts(&self, key: &str) -> &[Part] {
+        self.parts.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// A whole-number setting (validated when it was read, so it parses).
@@ -439,15 +544,21 @@ mod tests {
     fn later_layers_win_and_each_value_names_its_source() {
         let dir = temp_dir("layers");
         let user = dir.join("user.toml");
-        std::fs::write(&user, "model = \"openai/from-user\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:1/v1\"\n").unwrap();
+        std::fs::write(&user, "model = \"openai/from-user\"\n[llm]\nmax_attempts = 2\n[providers.openai]\nbase_url = \"http://127.0.0.1:1/v1\"\n").unwrap();
         let root = dir.join("ws");
         std::fs::create_dir_all(root.join(".wright")).unwrap();
-        std::fs::write(workspace_file(&root), "model = \"openai/from-workspace\"\n").unwrap();
+        std::fs::write(workspace_file(&root), "[llm]\nmax_attempts = 3\n").unwrap();
 
         let env = |var: &str| (var == "OPENAI_API_KEY").then(|| "sk-secret".to_owned());
         let mut layers = Layers::load(Some(user.clone()), std::slice::from_ref(&root), &env);
         let config = layers.resolve();
-        assert_eq!(config.get("model"), Some("openai/from-workspace"));
+        assert_eq!(config.get("model"), Some("openai/from-user"));
+        // A plain key: the workspace file comes after the user file.
+        assert_eq!(config.get("llm.max_attempts"), Some("3"));
+        assert_eq!(
+            config.values["llm.max_attempts"].source,
+            Source::WorkspaceFile(workspace_file(&root))
+        );
         assert_eq!(
             config.get("providers.openai.base_url"),
             Some("http://127.0.0.1:1/v1")
