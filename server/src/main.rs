@@ -317,7 +317,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 memory_mb: memory,
                 snapshot,
                 json,
-                settings: wright::sandbox::policy::Settings::from_config(&workspace.config),
+                settings: wright::sandbox::policy::settings(&workspace.config),
             };
             let env = |var: &str| std::env::var(var).ok();
             let printed = wright::sandbox::command::run(&root, command, &options, &env);

@@ -108,7 +108,7 @@ pub struct SandboxRunner {
     approved: Mutex<Vec<String>>,
     network: NetworkPolicy,
     /// The configuration's `sandbox.*` settings, applied to every request.
-    settings: crate::sandbox::policy::Settings,
+    settings: crate::sandbox::policy::SandboxSettings,
 }
 
 impl SandboxRunner {
@@ -130,8 +130,8 @@ impl SandboxRunner {
 
     /// The configuration's `sandbox.*` settings (protected and hidden paths, the disk and
     /// /tmp bounds, the landlock tier's consent).
-    pub fn with_settings(mut self, settings: crate::sandbox::policy::Settings) -> Self {
-        if settings.fallback {
+    pub fn with_settings(mut self, settings: crate::sandbox::policy::SandboxSettings) -> Self {
+        if settings.fallback == crate::config::Fallback::Landlock {
             self.pool.backend().allow_fallback(true);
         }
         self.settings = settings;
@@ -256,7 +256,7 @@ impl CommandRunner for SandboxRunner {
             cancel: Some(cancel.flag()),
             ..Request::default()
         };
-        self.settings.apply(&mut request);
+        crate::sandbox::policy::apply(&self.settings, &mut request);
         for widening in self
             .allowed
             .lock()

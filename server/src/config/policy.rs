@@ -51,6 +51,23 @@ pub struct SandboxSettings {
     pub fallback: Fallback,
 }
 
+impl Default for SandboxSettings {
+    /// What an empty configuration gives.
+    fn default() -> Self {
+        Self {
+            protected: ALWAYS_PROTECTED.iter().map(PathBuf::from).collect(),
+            deny_read: Vec::new(),
+            disk_mb: DEFAULT_DISK_MB,
+            tmp_mb: DEFAULT_TMP_MB,
+            fallback: Fallback::Off,
+        }
+    }
+}
+
+/// `sandbox.disk_mb` and `sandbox.tmp_mb` when unset.
+const DEFAULT_DISK_MB: u64 = 4096;
+const DEFAULT_TMP_MB: u64 = 1024;
+
 impl Config {
     /// The items of a list key (`agent.approve_commands`, `sandbox.protected`, …); none when
     /// it is unset.
@@ -83,8 +100,8 @@ impl Config {
         SandboxSettings {
             protected,
             deny_read,
-            disk_mb: number("sandbox.disk_mb", 4096),
-            tmp_mb: number("sandbox.tmp_mb", 1024),
+            disk_mb: number("sandbox.disk_mb", DEFAULT_DISK_MB),
+            tmp_mb: number("sandbox.tmp_mb", DEFAULT_TMP_MB),
             fallback: self
                 .get("sandbox.fallback")
                 .and_then(|value| value.parse().ok())

@@ -23,7 +23,7 @@ pub struct Options {
     pub snapshot: bool,
     pub json: bool,
     /// The configuration's `sandbox.*` settings.
-    pub settings: super::policy::Settings,
+    pub settings: super::policy::SandboxSettings,
 }
 
 /// What the binary prints and exits with.
@@ -49,7 +49,7 @@ pub fn run(
         Ok(backend) => backend,
         Err(err) => return refuse(format!("locating the wright binary: {err}")),
     };
-    backend.allow_fallback(options.settings.fallback);
+    backend.allow_fallback(options.settings.fallback == crate::config::Fallback::Landlock);
     let mut request = Request {
         argv,
         workspace: root.to_path_buf(),
@@ -68,7 +68,7 @@ pub fn run(
         },
         ..Request::default()
     };
-    options.settings.apply(&mut request);
+    super::policy::apply(&options.settings, &mut request);
     // A snapshot is tried as an overlay first; if this machine cannot mount one, once more
     // as whatever `LocalBackend::snapshot` falls back to.
     let mut attempts = if options.snapshot { 2 } else { 1 };

@@ -267,9 +267,14 @@ impl LocalBackend {
             Tier::Namespaces => None,
             Tier::Landlock => Some(PrivateTmp::make().map_err(SandboxError::Prepare)?),
         };
-        let mut command_env = request.env.clone();
+        let mut command_env = env::build(self.host_env.iter().cloned(), &request.env);
         if let Some(tmp) = &private_tmp {
-            command_env.push(("TMPDIR".to_owned(), tmp.0.to_string_lossy().into_owned()));
+            // No private /tmp in this tier: the run's own folder stands in for it.
+            for (name, value) in &mut command_env {
+                if name == "TMPDIR" {
+                    *value = tmp.0.to_string_lossy().into_owned();
+                }
+            }
         }
         // Without a network namespace of its own, loopback is the host's: off instead.
         let network = match (tier, request.permissions.network) {
@@ -278,7 +283,7 @@ impl LocalBackend {
         };
         let spec = HelperSpec {
             argv: request.argv.clone(),
-            env: env::build(self.host_env.iter().cloned(), &command_env),
+            env: command_env,
             workspace: workspace.clone(),
             extra_writable: request.permissions.extra_writable.clone(),
             cwd,

@@ -24,8 +24,7 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".local/share/keyrings",
 ];
 
-/// Workspace entries always read-only to commands in place.
-pub const ALWAYS_PROTECTED: &[&str] = &[".git", ".wright"];
+pub use crate::config::{ALWAYS_PROTECTED, SandboxSettings};
 
 /// The absolute paths to hide from a command, given the server's environment and the
 /// configuration's `sandbox.deny_read` (absolute, or `~/…`). Paths that do not exist are
@@ -169,68 +168,25 @@ impl Drop for Placeholders {
     }
 }
 
-/// The sandbox's settings from the configuration (`sandbox.*`), applied to each request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// `sandbox.protected`: workspace-relative paths read-only in place.
-    pub protected: Vec<PathBuf>,
-    /// `sandbox.deny_read`: more paths hidden from commands.
-    pub deny_read: Vec<PathBuf>,
-    /// `sandbox.disk_mb`, in bytes.
-    pub disk_bytes: u64,
-    /// `sandbox.tmp_mb`, in bytes.
-    pub tmp_bytes: u64,
-    /// `sandbox.fallback = "landlock"`: the user allowed the landlock tier.
-    pub fallback: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        let limits = super::Limits::default();
-        Self {
-            protected: Vec::new(),
-            deny_read: Vec::new(),
-            disk_bytes: limits.disk_bytes,
-            tmp_bytes: limits.tmp_bytes,
-            fallback: false,
+/// Applies the configuration's `sandbox.*` settings to a request (its own protected and
+/// hidden paths kept): the protected paths in place, the hidden ones, the disk and /tmp
+/// bounds. The landlock tier's consent is the backend's ([`super::LocalBackend::allow_fallback`]).
+pub fn apply(settings: &SandboxSettings, request: &mut super::Request) {
+    for path in &settings.protected {
+        if !request.protected.contains(path) {
+            request.protected.push(path.clone());
         }
     }
+    request.deny_read.extend(settings.deny_read.iter().cloned());
+    request.limits.disk_bytes = settings.disk_mb << 20;
+    request.limits.tmp_bytes = settings.tmp_mb << 20;
 }
 
-impl Settings {
-    /// The resolved configuration's values (validated when read; a bad one is the default).
-    pub fn from_config(config: &crate::config::Config) -> Self {
-        let list = |key: &str| -> Vec<PathBuf> {
-            config
-                .get(key)
-                .unwrap_or_default()
-                .split(';')
-                .map(str::trim)
-                .filter(|item| !item.is_empty())
-                .map(PathBuf::from)
-                .collect()
-        };
-        let mib = |key: &str, default: u64| {
-            config
-                .get(key)
-                .and_then(|value| value.parse::<u64>().ok())
-                .map_or(default, |mb| mb << 20)
-        };
-        let defaults = Self::default();
-        Self {
-            protected: list("sandbox.protected"),
-            deny_read: list("sandbox.deny_read"),
-            disk_bytes: mib("sandbox.disk_mb", defaults.disk_bytes),
-            tmp_bytes: mib("sandbox.tmp_mb", defaults.tmp_bytes),
-            fallback: config.get("sandbox.fallback") == Some("landlock"),
-        }
-    }
-
-    /// Applies the settings to a request (its own protected and hidden paths kept).
-    pub fn apply(&self, request: &mut super::Request) {
-        request.protected.extend(self.protected.iter().cloned());
-        request.deny_read.extend(self.deny_read.iter().cloned());
-        request.limits.disk_bytes = self.disk_bytes;
-        request.limits.tmp_bytes = self.tmp_bytes;
-    }
+/// The settings of `config` for a run on this machine (`~` in `sandbox.deny_read` is the
+/// server's `HOME`).
+pub fn settings(config: &crate::config::Config) -> SandboxSettings {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    config.sandbox_settings(&home)
 }

@@ -539,7 +539,7 @@ fn session_sandbox(
     let runner = SandboxRunner::in_place(Arc::clone(&pool), &start.root)
         .in_snapshot(Arc::clone(&snapshot), buffers)
         .requiring_approval(agent::sandboxed::approval_patterns(&start.config))
-        .with_settings(crate::sandbox::policy::Settings::from_config(&start.config))
+        .with_settings(crate::sandbox::policy::settings(&start.config))
         .with_network(agent::sandboxed::NetworkPolicy::from_config(&start.config))
         .with_approver(Arc::new(EditorApprover {
             client: start.client.clone(),
