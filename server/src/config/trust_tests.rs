@@ -507,3 +507,25 @@ fn the_vs_code_extension_declares_its_model_and_sandbox_settings_for_the_user_on
         assert!(properties.contains_key(name), "{name} is declared");
     }
 }
+
+#[test]
+fn a_workspace_file_may_lower_the_sessions_budget_but_never_raise_it_nor_set_prices() {
+    let setup = Setup::new(
+        "budget",
+        "[agent]\nmax_tokens = 100000\nmax_steps = 20\n",
+        "prices = \"openai/gpt-4.1=0/0/0\"\n\
+         [agent]\nmax_tokens = 900000000\nmax_steps = 5\nmax_wall_secs = 60\n",
+    );
+    let config = setup.resolve();
+    assert_eq!(config.get_u64("agent.max_tokens"), Some(100_000));
+    assert_eq!(config.get_u64("agent.max_steps"), Some(5));
+    assert_eq!(config.get_u64("agent.max_wall_secs"), Some(60));
+    assert_eq!(config.get("prices"), None);
+    assert!(
+        messages(&config)
+            .iter()
+            .any(|m| m.contains("`prices`") && m.contains("cost")),
+        "{:?}",
+        messages(&config)
+    );
+}
