@@ -12,6 +12,8 @@ use wright::retrieval;
 use wright::search::{self, GrepQuery};
 use wright::workspace::{DiskOnly, WalkOptions};
 
+use crate::terminal::{self, say};
+
 /// What every workspace command needs.
 pub struct Workspace {
     pub root: PathBuf,
@@ -27,7 +29,7 @@ impl Workspace {
         let config =
             Layers::load(config::user_file(&env), std::slice::from_ref(&root), &env).resolve();
         for problem in config.problems() {
-            eprintln!("wright: configuration: {problem}");
+            say!("wright: configuration: {problem}");
         }
         Self {
             cache_dir: config::cache_dir(&env),
@@ -82,7 +84,7 @@ impl Workspace {
             bar.finish_and_clear();
         }
         if report.read_only {
-            eprintln!(
+            say!(
                 "wright: another wright process (a language server?) is updating this index; \
                  it is used as that process last wrote it, without a refresh"
             );
@@ -191,7 +193,7 @@ pub fn symbols(
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
     if index::words(query).next().is_none() {
-        eprintln!("wright: the query {query:?} has no identifier to look for");
+        say!("wright: the query {query:?} has no identifier to look for");
     }
     let (index, _) = workspace.fresh_index(true)?;
     let hits = index.symbols(query, kind, limit);
@@ -228,7 +230,7 @@ pub fn symbols(
         )?;
     }
     if hits.is_empty() && !json {
-        eprintln!("wright: no symbol matches {query:?}");
+        say!("wright: no symbol matches {query:?}");
     }
     Ok(0)
 }
@@ -244,7 +246,7 @@ pub fn grep(
     let result = match search::grep(&workspace.root, &DiskOnly, &query, workspace.walk_options()) {
         Ok(result) => result,
         Err(err) => {
-            eprintln!("wright: {err}");
+            say!("wright: {err}");
             return Ok(2);
         }
     };
@@ -267,7 +269,7 @@ pub fn grep(
         }
     }
     if result.truncated {
-        eprintln!(
+        say!(
             "wright: stopped at {} matches (--limit)",
             result.matches.len()
         );
@@ -356,7 +358,7 @@ pub async fn exec(
         ExecStart::Resume(id) => match agent::journal::resume(&data_dir, &workspace.root, id) {
             Ok(resumed) => Some(resumed),
             Err(err) => {
-                eprintln!("wright: {err}");
+                say!("wright: {err}");
                 return Ok(1);
             }
         },
@@ -372,7 +374,7 @@ pub async fn exec(
     let models = match agent::Models::connect(&workspace.config, model, &task) {
         Ok(models) => models,
         Err(err) => {
-            eprintln!("wright: {err}");
+            say!("wright: {err}");
             return Ok(1);
         }
     };
@@ -382,7 +384,7 @@ pub async fn exec(
     let index = match workspace.fresh_index(json) {
         Ok((index, _)) => Some(Arc::new(index)),
         Err(err) => {
-            eprintln!("wright: working without the symbol index: {err:#}");
+            say!("wright: working without the symbol index: {err:#}");
             None
         }
     };
@@ -419,7 +421,7 @@ pub async fn exec(
         }
     };
     if let Some(journal) = &journal {
-        eprintln!(
+        say!(
             "wright: session {id} (journal {}; `wright exec --resume {id}` continues it if it \
              is interrupted)",
             journal.path().display()
@@ -450,7 +452,7 @@ pub async fn exec(
                     )),
             )),
             Err(err) => {
-                eprintln!("wright: commands cannot run: {err}");
+                say!("wright: commands cannot run: {err}");
                 None
             }
         },
@@ -488,7 +490,7 @@ pub async fn exec(
         tool_events: None,
     });
     let printer = tokio::spawn(async move {
-        let mut stderr = std::io::stderr();
+        let mut stderr = terminal::stderr();
         while let Some(event) = received.recv().await {
             print_event(&mut stderr, &event);
         }
@@ -497,7 +499,7 @@ pub async fn exec(
         let cancel = cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nwright: cancelling (Ctrl-C)");
+                say!("\nwright: cancelling (Ctrl-C)");
                 cancel.cancel();
             }
         })
@@ -508,14 +510,14 @@ pub async fn exec(
     let _ = printer.await;
 
     if target.record().is_some() {
-        eprintln!("wright: `wright exec --undo` puts the changed files back");
+        say!("wright: `wright exec --undo` puts the changed files back");
     }
     if json {
         let mut value = serde_json::to_value(&outcome)?;
         value["model"] = json!(models.decision.model.to_string());
-        writeln!(std::io::stdout(), "{value}")?;
+        writeln!(terminal::stdout(true), "{value}")?;
     } else if !outcome.message.is_empty() {
-        writeln!(std::io::stdout(), "{}", outcome.message.trim_end())?;
+        writeln!(terminal::stdout(false), "{}", outcome.message.trim_end())?;
     }
     Ok(match outcome.status {
         FinalStatus::Done => 0,
@@ -605,14 +607,15 @@ pub fn exec_undo(workspace: &Workspace, json: bool) -> anyhow::Result<u8> {
     match result {
         Ok(files) => {
             if !json {
+                let mut out = terminal::stdout(false);
                 for file in files {
-                    println!("restored {}", file.display());
+                    writeln!(out, "restored {}", file.display())?;
                 }
             }
             Ok(0)
         }
         Err(err) => {
-            eprintln!("wright: {err}");
+            say!("wright: {err}");
             Ok(1)
         }
     }

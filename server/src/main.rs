@@ -1,6 +1,7 @@
 //! The `wright` command line: parses arguments, sets up logging, runs a subcommand.
 
 mod commands;
+mod terminal;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -234,7 +235,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("wright: {err:#}");
+            terminal::say!("wright: {err:#}");
             ExitCode::from(2)
         }
     }
@@ -266,7 +267,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json())?);
             } else {
-                print!("{}", report.to_text());
+                write!(terminal::stdout(false), "{}", report.to_text())?;
             }
             Ok(if report.has_errors() {
                 ExitCode::from(1)
@@ -292,8 +293,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 gate,
             };
             let outcome = wright::edit::command::run(&root, &input, options);
-            print!("{}", outcome.stdout);
-            eprint!("{}", outcome.stderr);
+            write!(terminal::stdout(json), "{}", outcome.stdout)?;
+            write!(terminal::stderr(), "{}", outcome.stderr)?;
             Ok(ExitCode::from(outcome.code))
         }
         Command::Sandbox {
@@ -321,13 +322,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let env = |var: &str| std::env::var(var).ok();
             let printed = wright::sandbox::command::run(&root, command, &options, &env);
-            std::io::stdout().write_all(&printed.stdout)?;
-            std::io::stderr().write_all(&printed.stderr)?;
+            terminal::stdout(json).write_all(&printed.stdout)?;
+            terminal::stderr().write_all(&printed.stderr)?;
             Ok(ExitCode::from(printed.code))
         }
         Command::Index { json } => {
             let workspace = commands::Workspace::load(root);
-            commands::index(&workspace, json, &mut std::io::stdout().lock()).map(ExitCode::from)
+            commands::index(&workspace, json, &mut terminal::stdout(json)).map(ExitCode::from)
         }
         Command::Symbols {
             query,
@@ -342,7 +343,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit,
                 kind.as_deref(),
                 json,
-                &mut std::io::stdout().lock(),
+                &mut terminal::stdout(json),
             )
             .map(ExitCode::from)
         }
@@ -357,7 +358,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &query,
                 budget,
                 json,
-                &mut std::io::stdout().lock(),
+                &mut terminal::stdout(json),
             )
             .map(ExitCode::from)
         }
@@ -405,8 +406,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 context,
                 case_insensitive: ignore_case,
             };
-            commands::grep(&workspace, query, json, &mut std::io::stdout().lock())
-                .map(ExitCode::from)
+            commands::grep(&workspace, query, json, &mut terminal::stdout(json)).map(ExitCode::from)
         }
     }
 }

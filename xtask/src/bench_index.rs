@@ -368,6 +368,8 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         ));
     }
 
+    rows.extend(comment_runs(&bench)?);
+
     let report = render(
         &tools,
         &corpus_note,
@@ -379,6 +381,74 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     );
     progress(&format!("done in {:.0} s", started.elapsed().as_secs_f64()));
     Ok(Some(report))
+}
+
+/// Tagging is linear in a file's size: a 480 KB file that is one definition and then a run of
+/// comment lines (quadratic to tag before: minutes for Python) against ordinary code of the same
+/// size, each indexed cold by `wright index` (the median of three).
+fn comment_runs(bench: &Bench) -> anyhow::Result<Vec<Row>> {
+    const SIZE: usize = 480 * 1024;
+    const COMMENT: &str = "a comment line of an ordinary length, some fifty bytes";
+    let cases = [
+        (
+            "Python",
+            "py",
+            "def f():\n    pass\n",
+            "# ",
+            "def add(a):\n    \"\"\"Adds.\"\"\"\n    b = a + 1  # one\n    return b * 2\n\n",
+        ),
+        (
+            "JavaScript",
+            "js",
+            "function f() {}\n",
+            "// ",
+            "/** Adds. */\nfunction add(a) {\n  const b = a + 1; // one\n  return b * 2;\n}\n",
+        ),
+    ];
+    let file_of = |head: &str, unit: &str| {
+        let mut file = head.to_owned();
+        while file.len() < SIZE {
+            file.push_str(unit);
+        }
+        file
+    };
+    let mut rows = Vec::new();
+    for (language, extension, head, marker, ordinary) in cases {
+        let mut walls = [Vec::new(), Vec::new()];
+        for round in 1..=3 {
+            progress(&format!(
+                "{language}: a run of comment lines, then ordinary code ({round}/3)"
+            ));
+            let comments = format!("{marker}{COMMENT}\n");
+            for (i, text) in [file_of(head, &comments), file_of(head, ordinary)]
+                .iter()
+                .enumerate()
+            {
+                let root = bench.work.join(format!("comment-runs/{extension}-{i}"));
+                let _ = std::fs::remove_dir_all(&root);
+                std::fs::create_dir_all(&root)?;
+                std::fs::write(root.join(format!("file.{extension}")), text)?;
+                let run = bench.wright_index(&root)?;
+                let _ = std::fs::remove_dir_all(&run.index_dir);
+                walls[i].push(run.wall);
+            }
+        }
+        let [mut comments, mut ordinary] = walls;
+        let (comments, ordinary) = (median(&mut comments), median(&mut ordinary));
+        let ratio = secs(comments) / secs(ordinary);
+        rows.push(Row {
+            measure: format!(
+                "`wright index` of one 480 KB {language} file: a definition, then only comment lines"
+            ),
+            wright: format!("{:.0} ms", ms(comments)),
+            peer: format!("`wright index` of 480 KB of ordinary {language}"),
+            peer_figure: format!("{:.0} ms", ms(ordinary)),
+            ratio: format!("{ratio:.2}×"),
+            target: "≤ 2× (linear in size)".into(),
+            met: Some(ratio <= 2.0),
+        });
+    }
+    Ok(rows)
 }
 
 fn progress(message: &str) {

@@ -3,6 +3,7 @@
 //! The parse tree lives only inside [`extract`]: what comes out is plain data, so indexing a
 //! workspace never holds more than one tree per thread.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::ops::Range;
@@ -10,7 +11,7 @@ use std::sync::OnceLock;
 
 use tree_sitter_tags::{TagsConfiguration, TagsContext};
 
-use super::macros;
+use super::{comments, macros};
 use crate::languages::Language;
 
 /// A definition: a named thing a reader may look for.
@@ -59,6 +60,9 @@ pub enum ExtractError {
 const MAX_SIGNATURE: usize = 200;
 const MAX_DOC_LINES: usize = 12;
 
+/// How far into a Python definition its docstring is looked for, in bytes.
+const MAX_DOCSTRING_SEARCH: usize = 8 * 1024;
+
 /// The tags configuration of one language, compiled on first use (compiling a query is not
 /// free, and most workspaces use two or three languages).
 fn configuration(language: Language) -> &'static TagsConfiguration {
@@ -77,7 +81,8 @@ thread_local! {
 /// Extracts the definitions and references of `source`.
 pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractError> {
     let config = configuration(language);
-    let (mut tags, has_error) = tags_of(config, source)?;
+    let parsed = parser_text(language, source);
+    let (mut tags, has_error) = tags_of(config, &parsed)?;
     if has_error
         && matches!(language, Language::C | Language::Cpp)
         && let Some(blanked) = macros::blank_noise(source)
@@ -160,6 +165,17 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
         add_missed_defines(source, &lines, &mut extracted.definitions);
     }
     Ok(extracted)
+}
+
+/// The text the parser is given for `source`: the same length and lines, so the tree's offsets
+/// hold for `source` (see [`comments`]).
+pub(super) fn parser_text(language: Language, source: &str) -> Cow<'_, str> {
+    match language {
+        Language::Python => {
+            comments::blank_python_comments(source).map_or(Cow::Borrowed(source), Cow::Owned)
+        }
+        _ => Cow::Borrowed(source),
+    }
 }
 
 /// The `#define`s the tags missed (those the errors of a parse without a preprocessor hid).
@@ -351,6 +367,13 @@ fn doc_comment(language: Language, source: &str, start: usize, end: usize) -> Op
 }
 
 fn python_docstring(definition: &str) -> Option<String> {
+    // The header ends within its first few lines; a class's whole body is no place to look
+    // (that made every class cost its size again).
+    let mut cut = definition.len().min(MAX_DOCSTRING_SEARCH);
+    while !definition.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let definition = &definition[..cut];
     let body = &definition[definition.find(":\n").or_else(|| definition.find(':'))? + 1..];
     let body = body.trim_start();
     let quote = ["\"\"\"", "'''"]
@@ -373,6 +396,154 @@ mod tests {
             .into_iter()
             .map(|d| (d.name, d.kind, d.container, d.line))
             .collect()
+    }
+
+    /// The work parsing `source` takes: the events of tree-sitter's log (each character the
+    /// lexer examines, each parse action). `None` when it passed `budget` (the parse is stopped
+    /// there: the old quadratic one ran for minutes). The tags query's side is held by
+    /// `languages::tests::no_tags_query_repeats_a_pattern` (its engine exposes no count).
+    fn parsing_work(language: Language, source: &str, budget: u64) -> Option<u64> {
+        use std::ops::ControlFlow;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        let events = Arc::new(AtomicU64::new(0));
+        let mut parser = language.parser();
+        let counter = Arc::clone(&events);
+        parser.set_logger(Some(Box::new(move |_, _| {
+            counter.fetch_add(1, Ordering::Relaxed);
+        })));
+        let text = parser_text(language, source);
+        let bytes = text.as_bytes();
+        let mut stop_over_budget = |_: &tree_sitter::ParseState| {
+            if events.load(Ordering::Relaxed) > budget {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let options = tree_sitter::ParseOptions::new().progress_callback(&mut stop_over_budget);
+        parser.parse_with_options(
+            &mut |offset, _| &bytes[offset.min(bytes.len())..],
+            None,
+            Some(options),
+        )?;
+        Some(events.load(Ordering::Relaxed))
+    }
+
+    /// `unit` repeated to about `size` bytes after `head`.
+    fn file_of(head: &str, unit: &str, size: usize) -> String {
+        let mut file = head.to_owned();
+        while file.len() < size {
+            file.push_str(unit);
+        }
+        file
+    }
+
+    #[test]
+    fn parsing_a_run_of_comment_lines_costs_what_ordinary_code_of_that_size_costs() {
+        const COMMENT: &str = "a comment line of an ordinary length, some fifty bytes";
+        // (language, a definition, an ordinary unit of code, comment markers, bytes)
+        let cases: [(Language, &str, &str, &[&str], usize); 10] = [
+            (
+                Language::Python,
+                "def f():\n    pass\n",
+                "def add(a):\n    \"\"\"Adds.\"\"\"\n    b = a + 1  # one\n    return b * 2\n\n",
+                &["# ", "    # "],
+                480 * 1024,
+            ),
+            (
+                Language::JavaScript,
+                "function f() {}\n",
+                "/** Adds. */\nfunction add(a) {\n  const b = a + 1; // one\n  return b * 2;\n}\n",
+                &["// ", "  // ", "/* "],
+                480 * 1024,
+            ),
+            (
+                Language::TypeScript,
+                "function f(): void {}\n",
+                "/** Adds. */\nfunction add(a: number): number {\n  return a + 1; // one\n}\n",
+                &["// "],
+                96 * 1024,
+            ),
+            (
+                Language::Tsx,
+                "function f() {}\n",
+                "/** Adds. */\nfunction add(a) {\n  return a + 1; // one\n}\n",
+                &["// "],
+                96 * 1024,
+            ),
+            (
+                Language::Go,
+                "package p\n\nfunc f() {}\n",
+                "// add adds.\nfunc add(a int) int {\n\tb := a + 1 // one\n\treturn b * 2\n}\n",
+                &["// "],
+                96 * 1024,
+            ),
+            (
+                Language::Ruby,
+                "def f\nend\n",
+                "# Adds.\ndef add(a)\n  b = a + 1 # one\n  b * 2\nend\n",
+                &["# ", "  # "],
+                96 * 1024,
+            ),
+            (
+                Language::Rust,
+                "fn f() {}\n",
+                "/// Adds.\nfn add(a: i32) -> i32 {\n    let b = a + 1; // one\n    b * 2\n}\n",
+                &["// ", "/// "],
+                96 * 1024,
+            ),
+            (
+                Language::Java,
+                "class f {}\n",
+                "/** Adds. */\nclass B { int add(int a) { int b = a + 1; // one\n return b * 2; } }\n",
+                &["// "],
+                96 * 1024,
+            ),
+            (
+                Language::C,
+                "int f(void) { return 0; }\n",
+                "/* Adds. */\nint add(int a) {\n  int b = a + 1; // one\n  return b * 2;\n}\n",
+                &["// "],
+                96 * 1024,
+            ),
+            (
+                Language::Cpp,
+                "int f() { return 0; }\n",
+                "// Adds.\nint add(int a) {\n  int b = a + 1; // one\n  return b * 2;\n}\n",
+                &["// "],
+                96 * 1024,
+            ),
+        ];
+        for (language, head, unit, markers, size) in cases {
+            let ordinary = file_of(head, unit, size);
+            let ordinary_work =
+                parsing_work(language, &ordinary, u64::MAX).expect("an unbounded parse finishes");
+            for marker in markers {
+                let close = if marker.starts_with("/*") { " */" } else { "" };
+                let comments = file_of(head, &format!("{marker}{COMMENT}{close}\n"), size);
+                let budget = 3 * ordinary_work;
+                let work = parsing_work(language, &comments, budget);
+                let Some(work) = work else {
+                    panic!(
+                        "{language:?}, comments {marker:?}: parsing {} KB took over {budget} \
+                         events, 3× ordinary code of that size ({ordinary_work})",
+                        comments.len() / 1024
+                    )
+                };
+                assert!(
+                    work <= budget,
+                    "{language:?}, comments {marker:?}: {work} events (ordinary {ordinary_work})"
+                );
+                let found = extract(language, &comments).unwrap();
+                assert!(
+                    found.definitions.iter().any(|d| d.name == "f"),
+                    "{language:?}: {:?}",
+                    found.definitions
+                );
+            }
+        }
     }
 
     fn has(

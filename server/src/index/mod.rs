@@ -19,6 +19,7 @@
 //! refinement is dropped when the file was updated or removed since its lexical entry was
 //! made, so a buffer change is never overwritten by an older parse of the disk.
 
+mod comments;
 mod extract;
 mod lexical;
 mod macros;

@@ -141,6 +141,19 @@ mod tests {
     }
 
     #[test]
+    fn no_tags_query_repeats_over_comments() {
+        // `(comment)* @doc .` keeps a match in progress per comment of a run: quadratic.
+        for language in Language::ALL {
+            let query = language.tags_query();
+            assert!(!query.contains("@doc"), "{language:?}");
+            assert!(
+                !query.contains(")* ") && !query.contains(")+ "),
+                "{language:?}"
+            );
+        }
+    }
+
+    #[test]
     fn languages_are_recognised_by_extension_and_language_id() {
         assert_eq!(
             Language::from_path(Path::new("a/b.rs")),

@@ -15,20 +15,50 @@ pub fn tags(language: Language) -> String {
     match language {
         Language::Rust => [tree_sitter_rust::TAGS_QUERY, RUST_EXTRA].concat(),
         Language::Python => [tree_sitter_python::TAGS_QUERY, PYTHON_EXTRA].concat(),
-        Language::JavaScript => tree_sitter_javascript::TAGS_QUERY.to_owned(),
+        Language::JavaScript => without_doc_captures(tree_sitter_javascript::TAGS_QUERY),
         // The TypeScript query alone finds only TypeScript-specific items (interfaces, type
         // aliases); JavaScript's finds functions, classes and methods, and holds for both.
         Language::TypeScript | Language::Tsx => [
-            tree_sitter_javascript::TAGS_QUERY,
+            &without_doc_captures(tree_sitter_javascript::TAGS_QUERY),
             tree_sitter_typescript::TAGS_QUERY,
         ]
         .concat(),
-        Language::Go => tree_sitter_go::TAGS_QUERY.to_owned(),
+        Language::Go => without_doc_captures(tree_sitter_go::TAGS_QUERY),
         Language::Java => tree_sitter_java::TAGS_QUERY.to_owned(),
         Language::C => [tree_sitter_c::TAGS_QUERY, &c_extra(), &c_globals()].concat(),
         Language::Cpp => [tree_sitter_cpp::TAGS_QUERY, &c_extra(), &c_globals()].concat(),
-        Language::Ruby => tree_sitter_ruby::TAGS_QUERY.to_owned(),
+        Language::Ruby => without_doc_captures(tree_sitter_ruby::TAGS_QUERY),
     }
+}
+
+/// `query` without its `(comment)* @doc .` prefixes and their `#strip!`/`#select-adjacent!`
+/// predicates. The repetition keeps one match in progress for every comment of a run until the
+/// run ends, so a file with thousands of comment lines took time quadratic in their number
+/// (seconds for 100 KB). The index reads documentation from the lines above a definition
+/// itself (`index::extract`), bounded to a few lines.
+fn without_doc_captures(query: &str) -> String {
+    let mut kept = String::with_capacity(query.len());
+    let mut lines = query.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim();
+        if trimmed == "(comment)* @doc" {
+            // The anchor that tied the comments to the definition goes with them.
+            lines.next_if(|next| next.trim() == ".");
+            continue;
+        }
+        let is_doc_predicate = [
+            "(#strip! @doc",
+            "(#select-adjacent! @doc",
+            "(#set-adjacent! @doc",
+        ]
+        .iter()
+        .any(|predicate| trimmed.starts_with(predicate));
+        if !is_doc_predicate {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
 }
 
 const RUST_EXTRA: &str = r#"
