@@ -22,6 +22,7 @@
 //! says why. `private.rs` is the same care for wright's own files (journals, artifacts,
 //! undo records, the index): folders 0700, files 0600, never through a link.
 
+mod bytecode;
 mod private;
 mod resolve;
 
@@ -692,6 +693,7 @@ impl Staged<'_> {
         rustix::fs::renameat(&self.parent, &self.temp, &self.parent, &self.name)
             .map_err(|errno| FileError::io(&self.relative, errno))?;
         self.committed = true;
+        bytecode::drop_stale(&self.parent, &self.name);
         if let Err(errno) = rustix::fs::fsync(&self.parent) {
             tracing::error!(
                 "{} is written but its folder could not be synced, so it may not survive a \

@@ -344,3 +344,49 @@ fn private_files_are_0600_in_0700_folders_and_never_through_a_link() {
     ensure_private_dir(&dir).unwrap();
     assert_eq!(mode(&dir), 0o700);
 }
+
+#[test]
+fn writing_a_python_file_drops_its_bytecode_and_no_other() {
+    let s = Scratch::new("bytecode");
+    let cache = s.ws().join("src/__pycache__");
+    std::fs::create_dir_all(&cache).unwrap();
+    let names = [
+        "calc.cpython-311.pyc",
+        "calc.cpython-311.opt-1.pyc",
+        "calculator.cpython-311.pyc",
+        "other.cpython-311.pyc",
+        "calc.cpython-311.pyc.notes",
+    ];
+    for name in names {
+        std::fs::write(cache.join(name), "stale").unwrap();
+    }
+    // A link in the cache is removed as an entry, never followed.
+    symlink(s.outside().join("secret"), cache.join("calc.linked.pyc")).unwrap();
+    let root = s.root();
+    root.write(
+        Path::new("src/calc.py"),
+        b"def add(a, b):\n    return a + b\n",
+        None,
+    )
+    .unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "calc.cpython-311.pyc.notes",
+            "calculator.cpython-311.pyc",
+            "other.cpython-311.pyc"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.outside().join("secret")).unwrap(),
+        "outside secret\n"
+    );
+    // Writing anything else leaves the cache alone.
+    root.write(Path::new("src/calc.txt"), b"x", None).unwrap();
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 3);
+}

@@ -70,6 +70,16 @@ pub fn build(
         .collect();
     env.retain(|(name, _)| name != "TMPDIR");
     env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
+    // Bytecode written into the workspace goes stale when an edit keeps a file's size within
+    // the second of the compile (Python keys it on whole seconds and size): the next run would
+    // execute the old code. Compiling the project's own modules each run is cheap; the
+    // installed packages' bytecode is still read. The caller (a test command) may say otherwise.
+    if !env
+        .iter()
+        .any(|(name, _)| name == "PYTHONDONTWRITEBYTECODE")
+    {
+        env.push(("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()));
+    }
     if !env.iter().any(|(name, _)| name == "PATH") {
         env.push((
             "PATH".to_owned(),
@@ -110,8 +120,20 @@ mod tests {
         let extra = pairs(&[("RUST_LOG", "debug"), ("AWS_SECRET_ACCESS_KEY", "s")]);
         let env = build(host, &extra);
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(names, ["PATH", "LC_ALL", "RUST_LOG", "TMPDIR"]);
+        assert_eq!(
+            names,
+            [
+                "PATH",
+                "LC_ALL",
+                "RUST_LOG",
+                "TMPDIR",
+                "PYTHONDONTWRITEBYTECODE"
+            ]
+        );
         assert_eq!(env[3].1, "/tmp");
+        assert_eq!(env[4].1, "1");
+        let asked = build(Vec::new(), &pairs(&[("PYTHONDONTWRITEBYTECODE", "")]));
+        assert!(asked.contains(&("PYTHONDONTWRITEBYTECODE".to_owned(), String::new())));
     }
 
     #[test]

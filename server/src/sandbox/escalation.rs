@@ -128,6 +128,9 @@ const PATH_SIGNS: &[&str] = &[
     "Operation not permitted",
 ];
 
+/// What a command says of a path the private /tmp hides: it is not there.
+const MISSING_SIGNS: &[&str] = &["No such file or directory", "Directory nonexistent"];
+
 /// Whether `outcome` (of `request`) failed because of the sandbox, and how.
 pub fn classify(request: &Request, outcome: &Outcome) -> Option<Refusal> {
     if outcome.exit_code == 0 {
@@ -154,6 +157,11 @@ pub fn classify(request: &Request, outcome: &Outcome) -> Option<Refusal> {
         let network_off = request.permissions.network != Network::Host;
         if network_off && NETWORK_SIGNS.iter().any(|sign| line.contains(sign)) {
             return Some(refusal(Refused::Network, line));
+        }
+        if MISSING_SIGNS.iter().any(|sign| line.contains(sign))
+            && let Some(path) = hidden_tmp_path(line, request)
+        {
+            return Some(refusal(Refused::Path(path), line));
         }
         if !PATH_SIGNS.iter().any(|sign| line.contains(sign)) {
             continue;
@@ -218,8 +226,7 @@ fn words(line: &str) -> impl Iterator<Item = &str> {
 fn outside_path(line: &str, request: &Request) -> Option<PathBuf> {
     let writable = |path: &Path| {
         path.starts_with(&request.workspace)
-            || path.starts_with("/tmp")
-            || path.starts_with("/dev/shm")
+            || in_private_tmp(path)
             || request
                 .permissions
                 .extra_writable
@@ -230,6 +237,41 @@ fn outside_path(line: &str, request: &Request) -> Option<PathBuf> {
         .filter(|word| word.starts_with('/') && word.len() > 1)
         .map(PathBuf::from)
         .find(|path| !writable(path))
+}
+
+/// Whether `path` lies in the run's private /tmp or /dev/shm (and not in a tree of the host's
+/// that they hide).
+fn in_private_tmp(path: &Path) -> bool {
+    ["/tmp", "/dev/shm"].iter().any(|tmp| path.starts_with(tmp)) && !in_hidden_host_tmp(path)
+}
+
+/// Whether `path` is in a tree of the host's /tmp or /dev/shm: one that exists on the host,
+/// which the run's private ones hide. That is what the command meant (a workspace or a
+/// folder of a test under the host's /tmp), and it was not there inside.
+fn in_hidden_host_tmp(path: &Path) -> bool {
+    ["/tmp", "/dev/shm"].iter().any(|tmp| {
+        path.strip_prefix(tmp)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .is_some_and(|first| Path::new(tmp).join(first).symlink_metadata().is_ok())
+    })
+}
+
+/// The first path named on the line in a hidden tree of the host's /tmp (outside the
+/// workspace, which is attached inside wherever it lives).
+fn hidden_tmp_path(line: &str, request: &Request) -> Option<PathBuf> {
+    words(line)
+        .filter(|word| word.starts_with('/'))
+        .map(PathBuf::from)
+        .find(|path| {
+            !path.starts_with(&request.workspace)
+                && !request
+                    .permissions
+                    .extra_writable
+                    .iter()
+                    .any(|w| path.starts_with(w))
+                && in_hidden_host_tmp(path)
+        })
 }
 
 #[cfg(test)]
@@ -284,6 +326,31 @@ mod tests {
         let mut widened = r.clone();
         widen(&mut widened, &refusal.widening().unwrap());
         assert_eq!(widened.permissions.extra_writable, [PathBuf::from("/etc")]);
+    }
+
+    #[test]
+    fn a_host_folder_under_tmp_is_outside_and_the_private_tmp_is_not() {
+        // The host's /tmp is hidden inside: a folder of it was not writable there.
+        let host = PathBuf::from(format!("/tmp/wright-escalation-{}", std::process::id()));
+        std::fs::create_dir_all(host.join("extra")).unwrap();
+        let target = host.join("extra/f");
+        let r = request();
+        let line = format!(
+            "sh: 1: cannot create {}: Directory nonexistent\n",
+            target.display()
+        );
+        let refusal = classify(&r, &outcome(2, &line)).expect("a refusal");
+        assert_eq!(refusal.refused, Refused::Path(target.clone()));
+        let mut widened = r.clone();
+        widen(&mut widened, &refusal.widening().unwrap());
+        assert_eq!(widened.permissions.extra_writable, [host.join("extra")]);
+        std::fs::remove_dir_all(&host).unwrap();
+        // A path of the run's own /tmp (nothing of that name on the host) is writable there.
+        let own = outcome(
+            2,
+            "sh: 1: cannot create /tmp/wright-no-such-folder-7f3a/f: Directory nonexistent\n",
+        );
+        assert_eq!(classify(&r, &own), None);
     }
 
     #[test]
