@@ -407,6 +407,9 @@ pub enum AgentEventKind {
     StepStarted { step: u32 },
     /// Text the model wrote, as it streams.
     TextDelta { text: String },
+    /// The step's answer stream was cut and the model is asked again: drop the text shown for
+    /// this step since its `stepStarted`; the answer streams again from the start.
+    StepRetried { step: u32, reason: String },
     /// A tool call the model made, about to run; `arguments` is the JSON text the model wrote.
     ToolCall {
         id: String,

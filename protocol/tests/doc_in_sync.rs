@@ -46,6 +46,7 @@ const EVENT_SAMPLES: &[&str] = &[
     r#"{"sessionId": "s1", "seq": 1, "kind": "model", "model": "openai/gpt-4.1", "tier": null, "reason": "configured"}"#,
     r#"{"sessionId": "s1", "seq": 2, "kind": "stepStarted", "step": 1}"#,
     r#"{"sessionId": "s1", "seq": 3, "kind": "textDelta", "text": "Reading"}"#,
+    r#"{"sessionId": "s1", "seq": 3, "kind": "stepRetried", "step": 1, "reason": "connection reset"}"#,
     r#"{"sessionId": "s1", "seq": 4, "kind": "toolCall", "id": "call_1", "name": "read_file", "arguments": "{}"}"#,
     r#"{"sessionId": "s1", "seq": 5, "kind": "toolResult", "id": "call_1", "name": "read_file", "isError": false, "output": "1 fn main() {}"}"#,
     r#"{"sessionId": "s1", "seq": 6, "kind": "approval", "command": "cargo fetch", "decision": "allow"}"#,
@@ -118,6 +119,7 @@ fn agent_event_kinds_match_the_doc() {
             AgentEventKind::Model { .. }
             | AgentEventKind::StepStarted { .. }
             | AgentEventKind::TextDelta { .. }
+            | AgentEventKind::StepRetried { .. }
             | AgentEventKind::ToolCall { .. }
             | AgentEventKind::ToolResult { .. }
             | AgentEventKind::Approval { .. }

@@ -533,6 +533,9 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
         AgentEvent::Model { model, reason, .. } => writeln!(out, "model {model}: {reason}"),
         AgentEvent::StepStarted { step } => writeln!(out, "── step {step}"),
         AgentEvent::TextDelta { text } => write!(out, "{text}"),
+        AgentEvent::StepRetried { step, reason } => {
+            writeln!(out, "\n── step {step} again: the answer was cut ({reason})")
+        }
         AgentEvent::ToolCall {
             name, arguments, ..
         } => {

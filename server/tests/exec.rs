@@ -1076,3 +1076,38 @@ fn control_sequences_from_the_model_and_in_file_names_reach_a_terminal_escaped()
     let piped = run.output().unwrap();
     assert_eq!(piped.stdout, b"out\x1b]52;c;eA==\x07\x1b[2J\n", "{piped:?}");
 }
+
+#[test]
+fn a_stream_cut_mid_answer_is_asked_again_and_the_task_finishes() {
+    let dir = setup("exec-stream-cut");
+    let provider = ScriptedProvider::start();
+    let edit = Turn::text(&["I will fix ", "add now."]).tool_call(
+        "e1",
+        "edit",
+        &json!({"path": "src/lib.rs", "old_string": "add(a: i32, b: i32) -> i32 {\n    a - b", "new_string": "add(a: i32, b: i32) -> i32 {\n    a + b"})
+            .to_string(),
+    );
+    // Cut once in the middle of the tool call's arguments (after the text), then whole.
+    provider.push(Reply::stream(Dialect::OpenAi, &edit).cut_after(6));
+    provider.push(Reply::stream(Dialect::OpenAi, &edit));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Fixed add."])));
+    let out = exec(&dir, Some(&provider), &["fix add in src/lib.rs", "--json"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let result = json_result(&out);
+    assert_eq!(result["status"], "done", "{result}");
+    assert_eq!(result["message"], "Fixed add.");
+    assert_eq!(result["steps"], 2, "the retried call is the same step");
+    assert_eq!(provider.requests().len(), 3);
+    assert_eq!(
+        read(&dir, "src/lib.rs"),
+        LIB.replacen("    a - b", "    a + b", 1)
+    );
+    assert!(
+        stderr.contains("step 1 again: the answer was cut"),
+        "{stderr}"
+    );
+    // The model's next request carries the whole answer once, not the cut one too.
+    let second = provider.requests()[2].body_text().to_owned();
+    assert_eq!(second.matches("I will fix add now.").count(), 1, "{second}");
+}

@@ -451,7 +451,7 @@ async fn a_stream_cut_before_any_output_is_retried_transparently() {
 }
 
 #[tokio::test]
-async fn a_stream_cut_after_output_is_an_error_never_a_replay() {
+async fn a_stream_cut_after_output_restarts_the_answer_until_the_attempts_are_spent() {
     for dialect in BOTH {
         let provider = ScriptedProvider::start();
         let turn = Turn::text(&["one ", "two ", "three ", "four"]);
@@ -460,15 +460,34 @@ async fn a_stream_cut_after_output_is_an_error_never_a_replay() {
         provider.push(Reply::stream(dialect, &turn));
         let model = client(dialect, &provider, settings());
         let (events, error) = run(model.as_ref(), &request()).await;
-        assert_eq!(text_of(&events), "one two ", "{dialect:?}");
+        assert!(error.is_none(), "{dialect:?}: {error:?}");
+        // What came before `Restarted` is void; the answer after it is whole.
+        let restart = events
+            .iter()
+            .position(|event| matches!(event, Event::Restarted { .. }))
+            .expect("the consumer is told the answer restarts");
+        assert_eq!(text_of(&events[..restart]), "one two ", "{dialect:?}");
+        assert_eq!(text_of(&events[restart + 1..]), "one two three four");
+        assert_eq!(provider.requests().len(), 2);
+
+        // Cut every time: an error once the attempts (3) are spent, saying how many.
+        let provider = ScriptedProvider::start();
+        for _ in 0..3 {
+            provider.push(Reply::stream(dialect, &turn).cut_after(cut_at));
+        }
+        let model = client(dialect, &provider, settings());
+        let (events, error) = run(model.as_ref(), &request()).await;
+        let restarts = events
+            .iter()
+            .filter(|event| matches!(event, Event::Restarted { .. }))
+            .count();
+        assert_eq!(restarts, 2, "{dialect:?}");
         let error = error.expect("an error");
         assert!(
-            matches!(error.kind, ErrorKind::StreamCut { .. }),
+            matches!(error.kind, ErrorKind::StreamCut { attempts: 3, .. }),
             "{error:?}"
         );
-        assert!(error.to_string().contains("not replayed"), "{error}");
-        assert_eq!(provider.requests().len(), 1);
-        assert_eq!(provider.pending_replies(), 1);
+        assert_eq!(provider.requests().len(), 3);
     }
 }
 
@@ -478,6 +497,8 @@ async fn a_stall_after_output_times_out_and_hangs_up() {
     provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["a", "b", "c"])).stall_after(3));
     let quick = HttpSettings {
         idle_timeout: Duration::from_secs(1),
+        // One attempt: a stall after output is otherwise restarted like a cut.
+        max_attempts: 1,
         ..settings()
     };
     let model = client(Dialect::OpenAi, &provider, quick);

@@ -100,6 +100,8 @@ struct ProviderCase {
     name: &'static str,
     replies: Vec<Reply>,
     status: &'static str,
+    /// Whether a step is asked again after a cut (the editor gets `stepRetried`).
+    retried: bool,
     reason: Option<&'static str>,
     tool_result: Option<&'static str>,
 }
@@ -120,6 +122,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "done",
             reason: None,
             tool_result: None,
+            retried: false,
         },
         ProviderCase {
             name: "500, then an answer",
@@ -127,6 +130,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "done",
             reason: None,
             tool_result: None,
+            retried: false,
         },
         ProviderCase {
             name: "401",
@@ -134,6 +138,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "failed",
             reason: Some("OPENAI_API_KEY"),
             tool_result: None,
+            retried: false,
         },
         ProviderCase {
             name: "unknown model",
@@ -141,6 +146,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "failed",
             reason: Some("model"),
             tool_result: None,
+            retried: false,
         },
         ProviderCase {
             name: "context too long",
@@ -148,20 +154,40 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "failed",
             reason: Some("context"),
             tool_result: None,
+            retried: false,
         },
         ProviderCase {
-            name: "stream cut mid-token",
-            replies: vec![text(&["Half", " an ans", "wer"]).cut_after(2)],
+            name: "stream cut mid-token, then whole",
+            replies: vec![
+                text(&["Half", " an ans", "wer"]).cut_after(2),
+                text(&["Whole answer."]),
+            ],
+            status: "done",
+            reason: None,
+            tool_result: None,
+            retried: true,
+        },
+        ProviderCase {
+            name: "stream cut mid-token on every attempt",
+            replies: vec![
+                text(&["Half", " an ans", "wer"]).cut_after(2),
+                text(&["Half", " an ans", "wer"]).cut_after(2),
+            ],
             status: "failed",
             reason: Some("cut"),
             tool_result: None,
+            retried: true,
         },
         ProviderCase {
-            name: "stream stalled after output",
-            replies: vec![text(&["Thinking", " more"]).stall_after(2)],
+            name: "stream stalled after output on every attempt",
+            replies: vec![
+                text(&["Thinking", " more"]).stall_after(2),
+                text(&["Thinking", " more"]).stall_after(2),
+            ],
             status: "failed",
             reason: Some("stall"),
             tool_result: None,
+            retried: true,
         },
         ProviderCase {
             name: "tool-call arguments that are not JSON",
@@ -172,6 +198,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "done",
             reason: None,
             tool_result: Some("JSON"),
+            retried: false,
         },
         ProviderCase {
             name: "a tool that does not exist",
@@ -182,6 +209,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "done",
             reason: None,
             tool_result: Some("unknown tool \"delete_everything\""),
+            retried: false,
         },
         ProviderCase {
             name: "a 50 MB answer",
@@ -189,6 +217,7 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             status: "failed",
             reason: Some("the model's response exceeded 4 MiB"),
             tool_result: None,
+            retried: false,
         },
     ];
     for case in cases {
@@ -206,6 +235,14 @@ fn provider_faults_end_or_continue_the_session_with_a_clear_status() {
             || fixture.provider.requests().len() > requests,
         );
         fixture.still_serving(case.name);
+        if case.retried {
+            let retried = fixture.editor.expect("a stepRetried event", |m| {
+                m["method"] == "wright/agentEvent"
+                    && m["params"]["sessionId"] == session
+                    && m["params"]["kind"] == "stepRetried"
+            });
+            assert_eq!(retried["params"]["step"], 1, "{}: {retried}", case.name);
+        }
         let outcome = finished(&mut fixture.editor, &session);
         assert_eq!(outcome["status"], case.status, "{}: {outcome:#}", case.name);
         if let Some(words) = case.reason {

@@ -39,6 +39,10 @@ export class EventLog implements vscode.Disposable {
       case "stepStarted":
         this.line(`${tag} step ${event.step}`);
         return;
+      case "stepRetried":
+        // An output channel cannot take text back: say that the partial answer above is void.
+        this.line(`${tag} step ${event.step}: the answer was cut (${event.reason}); the text above is dropped, asking again`);
+        return;
       case "toolCall":
         this.line(`${tag} → ${event.name} ${preview(event.arguments)}`);
         return;

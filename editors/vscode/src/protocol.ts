@@ -98,6 +98,10 @@ export type AgentEventKind = {
   "kind": "textDelta",
   text: string,
 } | {
+  "kind": "stepRetried",
+  step: number,
+  reason: string,
+} | {
   "kind": "toolCall",
   id: string,
   name: string,

@@ -29,6 +29,12 @@ pub enum AgentEvent {
     TextDelta {
         text: String,
     },
+    /// The step's answer stream was cut and the model is asked again: what was shown of this
+    /// step's answer is void (its text deltas since `stepStarted`).
+    StepRetried {
+        step: u32,
+        reason: String,
+    },
     /// A tool call the model made, about to run.
     ToolCall {
         id: String,

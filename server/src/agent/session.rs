@@ -272,6 +272,18 @@ impl Session {
                 Input::Model(Ok(Event::Usage(usage))) => self.usage.add(&usage),
                 Input::Model(Ok(Event::Finish(reason))) => finish = Some(reason),
                 Input::Model(Ok(Event::ToolCallStart { .. } | Event::ToolCallArgs { .. })) => {}
+                Input::Model(Ok(Event::Restarted { reason })) => {
+                    // The stream was cut and the call is made again. Nothing of the partial
+                    // answer was acted on (tools run after the answer ends): drop it, and tell
+                    // the clients that showed it.
+                    text.clear();
+                    calls.clear();
+                    finish = None;
+                    self.emit(AgentEvent::StepRetried {
+                        step: self.steps,
+                        reason,
+                    });
+                }
                 Input::Model(Err(err)) => {
                     let message = err.to_string();
                     self.emit(AgentEvent::Error {

@@ -95,10 +95,10 @@ pub enum ErrorKind {
     )]
     Stalled { after: Duration },
     #[error(
-        "the stream was cut after part of the answer had arrived ({detail}); the partial answer \
-         is not replayed: run the step again"
+        "the stream was cut after part of the answer had arrived, {attempts} time(s) in a row \
+         ({detail}); each partial answer was dropped; try again later"
     )]
-    StreamCut { detail: String },
+    StreamCut { attempts: u32, detail: String },
     #[error(
         "the stream was cut before any of the answer arrived, after {attempts} attempt(s): \
          {detail}"

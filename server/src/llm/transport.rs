@@ -136,6 +136,7 @@ impl EventStream {
                 Event::Usage(usage) => response.usage = Some(usage),
                 Event::Finish(reason) => response.finish = Some(reason),
                 Event::ToolCallStart { .. } | Event::ToolCallArgs { .. } => {}
+                Event::Restarted { .. } => response = Response::default(),
             }
         }
         Ok(response)
@@ -257,7 +258,7 @@ impl Failure {
             Self::Idle => ErrorKind::Stalled {
                 after: settings.idle_timeout,
             },
-            Self::Cut(detail) if delivered => ErrorKind::StreamCut { detail },
+            Self::Cut(detail) if delivered => ErrorKind::StreamCut { attempts, detail },
             Self::Cut(detail) => ErrorKind::CutBeforeAnswer { attempts, detail },
             Self::Stream(Fault::Incomplete) => {
                 Self::Cut("the body ended before the answer was complete".to_owned())
@@ -335,7 +336,15 @@ async fn drive(
                 Err(Failure::ReceiverGone) => return,
                 Err(failure) => failure,
             };
-        if failure.retriable() && !delivered && attempt < settings.max_attempts {
+        // A cut after part of the answer is retried as one before it, with the same attempts;
+        // the consumer is told first, so it drops what it received (and showed).
+        if failure.retriable() && attempt < settings.max_attempts {
+            if delivered {
+                let reason = failure.summary(call.key.as_deref());
+                if tx.send(Ok(Event::Restarted { reason })).await.is_err() {
+                    return;
+                }
+            }
             let retry_after = match &failure {
                 Failure::Status { retry_after, .. } => *retry_after,
                 _ => None,

@@ -218,7 +218,8 @@ impl Usage {
 
 /// One event of a streamed answer. Order: text and tool-call events as they arrive (a call's
 /// `Start`, its `Args`, its `End`); then `Usage` when the provider reported it; then `Finish`,
-/// always last. `index` numbers the tool calls of one answer from 0.
+/// always last. `index` numbers the tool calls of one answer from 0. `Restarted` may come
+/// anywhere before `Finish`: the answer starts over.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     TextDelta(String),
@@ -237,4 +238,10 @@ pub enum Event {
     },
     Usage(Usage),
     Finish(FinishReason),
+    /// The stream was cut (or stalled) after part of the answer had arrived, and the call is
+    /// made again: everything received since the call began is void. Nothing of a partial
+    /// answer was acted on (tool calls run only after `Finish`), so asking again is safe.
+    Restarted {
+        reason: String,
+    },
 }

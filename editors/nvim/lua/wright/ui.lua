@@ -69,6 +69,8 @@ local function log_lines(session, event)
     return { string.format('[%s]   -> %s%s', session.id, event.isError and 'error: ' or '', first) }
   elseif kind == 'stepStarted' then
     return { string.format('[%s] step %d', session.id, event.step) }
+  elseif kind == 'stepRetried' then
+    return { string.format('[%s] step %d: the answer was cut (%s); asking again', session.id, event.step, event.reason or '') }
   elseif kind == 'model' then
     return { string.format('[%s] model %s (%s)', session.id, event.model, event.reason or '') }
   elseif kind == 'finished' then
@@ -219,6 +221,9 @@ function M.on_event(params)
     session.text = session.text .. (event.text or '')
   elseif event.kind == 'stepStarted' then
     session.step = event.step
+    session.text = ''
+  elseif event.kind == 'stepRetried' then
+    -- The partial answer of this step is void: it streams again from the start.
     session.text = ''
   elseif event.kind == 'editProposed' then
     session.proposals[event.path] = { before = event.before, after = event.after }

@@ -585,6 +585,9 @@ fn status_name(status: FinalStatus) -> &'static str {
 fn progress_message(event: &AgentEvent) -> Option<String> {
     match event {
         AgentEvent::StepStarted { step } => Some(format!("step {step}: thinking")),
+        AgentEvent::StepRetried { step, .. } => {
+            Some(format!("step {step}: the answer was cut, asking again"))
+        }
         AgentEvent::ToolCall {
             name, arguments, ..
         } => {
