@@ -1,8 +1,8 @@
 //! The Helix path: a client declaring exactly the capabilities Helix 25.x sends in
 //! `initialize` (helix-lsp/src/client.rs), driving the agent the only ways Helix can:
 //! `:lsp-workspace-command wright.agent.run "<task>"` (executeCommand with string arguments and
-//! no document), and the code-action menu (lean actions, `codeAction/resolve`, then the
-//! resolved command). Helix reads no `wright/agentEvent`: what it shows is `$/progress` in the
+//! no document), and the code-action menu as Helix 25.07.1 runs it (`codeAction/resolve`, the
+//! resolved edit applied, then the command of the action as first sent). Helix reads no `wright/agentEvent`: what it shows is `$/progress` in the
 //! status line and the outcome as `window/showMessage`; edits arrive as versioned
 //! `workspace/applyEdit`s. And `editors/helix/languages.toml`, the configuration a Helix user
 //! copies, against the languages the server parses.
@@ -306,18 +306,13 @@ fn code_actions_resolve_to_their_command_and_explain_answers_in_a_message() {
             "wright: document this code"
         ]
     );
-    for action in &actions {
-        assert!(
-            action.get("command").is_none(),
-            "lean for a resolving client: {action}"
-        );
-        assert!(action["data"].is_object(), "{action}");
-    }
-
-    // Helix resolves the chosen action (it has neither edit nor command), then runs the command.
+    // What Helix 25.07.1 does with the chosen action (helix-term's code action menu): resolve
+    // it, apply the resolved `edit` if any, then execute the command of the action as it was
+    // *before* resolving. So the action must carry its command as first sent.
     let explain = editor.request("codeAction/resolve", actions[1].clone());
-    assert_eq!(explain["title"], "wright: explain this code");
-    let command = &explain["command"];
+    assert_eq!(explain, actions[1], "resolving changes nothing");
+    assert!(explain.get("edit").is_none());
+    let command = &actions[1]["command"];
     assert_eq!(command["command"], "wright.agent.run");
     let arguments = &command["arguments"][0];
     assert_eq!(arguments["textDocument"]["uri"], uri.as_str());
@@ -327,8 +322,9 @@ fn code_actions_resolve_to_their_command_and_explain_answers_in_a_message() {
         task.starts_with("Explain the code at line 2 of src/lib.rs"),
         "{task}"
     );
-    let fix = editor.request("codeAction/resolve", actions[0].clone());
-    let fix_task = fix["command"]["arguments"][0]["task"].as_str().unwrap();
+    let fix_task = actions[0]["command"]["arguments"][0]["task"]
+        .as_str()
+        .unwrap();
     assert!(fix_task.contains("line 2: expected sum"), "{fix_task}");
 
     let run = editor.request(

@@ -826,10 +826,10 @@ impl LanguageServer for Backend {
         }
     }
 
-    /// The agent as code actions, for clients with no other way in (Helix). A client that
-    /// resolves an action's `command` (Helix does) receives the list lean, each action naming
-    /// what it does in `data`, and the command is made when one is chosen
-    /// (`codeAction/resolve`); any other client receives each command at once.
+    /// The agent as code actions, for clients with no other way in (Helix). Every action
+    /// carries its command (a task text and a place: small), never a lean `data` to resolve:
+    /// released Helix (25.07) resolves the chosen action but then runs the command of the
+    /// action as it was before, so a command filled in only by `codeAction/resolve` never ran.
     async fn code_action(
         &self,
         params: lsp::CodeActionParams,
@@ -838,16 +838,6 @@ impl LanguageServer for Backend {
         if self.relative_in_root(&document.uri).is_none() {
             return Ok(None);
         }
-        let lazy =
-            self.capabilities()
-                .and_then(|caps| caps.text_document.as_ref())
-                .and_then(|text| text.code_action.as_ref())
-                .is_some_and(|code_action| {
-                    code_action.data_support == Some(true)
-                        && code_action.resolve_support.as_ref().is_some_and(|resolve| {
-                            resolve.properties.iter().any(|p| p == "command")
-                        })
-                });
         let problems: Vec<String> = params
             .context
             .diagnostics
@@ -876,34 +866,26 @@ impl LanguageServer for Backend {
                     Vec::new()
                 },
             };
-            let mut code_action = lsp::CodeAction {
+            actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
                 title: action.title().to_owned(),
                 kind: action.kind(),
+                command: self.action_command(&data),
                 ..Default::default()
-            };
-            if lazy {
-                code_action.data = serde_json::to_value(&data).ok();
-            } else {
-                code_action.command = self.action_command(&data);
-            }
-            actions.push(lsp::CodeActionOrCommand::CodeAction(code_action));
+            }));
         }
         Ok(Some(actions))
     }
 
-    /// `codeAction/resolve`: the command of an action `code_action` sent lean. An action sent
-    /// whole (no `data`) is already complete and comes back as it is: VS Code resolves every
-    /// action it runs once the server declares `resolveProvider`.
-    async fn code_action_resolve(&self, mut action: lsp::CodeAction) -> RpcResult<lsp::CodeAction> {
-        let Some(data) = action.data.clone() else {
-            return Ok(action);
-        };
-        let data: CodeActionData = serde_json::from_value(data).map_err(|err| {
-            RpcError::invalid_params(format!("not one of wright's code actions: {err}"))
-        })?;
-        action.command = Some(self.action_command(&data).ok_or_else(|| {
-            RpcError::invalid_params(format!("{} is not in a workspace folder", data.uri))
-        })?);
+    /// `codeAction/resolve`: wright's actions are complete as sent, and come back as they are
+    /// (VS Code and Helix resolve the action they run, as `resolveProvider` invites). An action
+    /// with `data` is another server's, sent here by mistake.
+    async fn code_action_resolve(&self, action: lsp::CodeAction) -> RpcResult<lsp::CodeAction> {
+        if action.data.is_some() {
+            return Err(RpcError::invalid_params(format!(
+                "{:?} is not one of wright's code actions (they carry no data)",
+                action.title
+            )));
+        }
         Ok(action)
     }
 
@@ -1023,8 +1005,7 @@ impl LanguageServer for Backend {
 }
 
 /// What one of the agent's code actions asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum AgentAction {
     Fix,
     Explain,
@@ -1052,12 +1033,11 @@ impl AgentAction {
     }
 }
 
-/// A lean code action's `data`: enough to write its task when it is resolved.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+/// What a code action's command is written from.
+#[derive(Debug)]
 struct CodeActionData {
     action: AgentAction,
     uri: String,
     range: lsp::Range,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     problems: Vec<String>,
 }
