@@ -420,6 +420,10 @@ mod tests {
             AgentEvent::TextDelta {
                 text: "Reading".into(),
             },
+            AgentEvent::StepRetried {
+                step: 1,
+                reason: "connection reset".into(),
+            },
             AgentEvent::ToolCall {
                 id: "call_1".into(),
                 name: "read_file".into(),
@@ -514,6 +518,7 @@ mod tests {
                 AgentEvent::Model { .. }
                 | AgentEvent::StepStarted { .. }
                 | AgentEvent::TextDelta { .. }
+                | AgentEvent::StepRetried { .. }
                 | AgentEvent::ToolCall { .. }
                 | AgentEvent::ToolResult { .. }
                 | AgentEvent::Approval { .. }
@@ -553,7 +558,7 @@ mod tests {
             assert_eq!(serde_json::to_value(&read).unwrap(), sent);
             kinds.insert(sent["kind"].as_str().unwrap().to_owned());
         }
-        assert_eq!(kinds.len(), 15, "one sample per kind: {kinds:?}");
+        assert_eq!(kinds.len(), 16, "one sample per kind: {kinds:?}");
     }
 
     /// `ts(optional_fields = nullable)` must sit exactly on the structs whose fields are

