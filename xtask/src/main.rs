@@ -1,16 +1,6 @@
 //! `cargo xtask`: the project's own tasks, in Rust so they run wherever cargo does.
 
 mod bench;
-mod bench_agent;
-mod bench_compaction;
-mod bench_edit;
-mod bench_index;
-mod bench_llm;
-mod bench_load;
-mod bench_local;
-mod bench_recovery;
-mod bench_retrieval;
-mod bench_sandbox;
 mod codegen;
 mod demo;
 mod dist;

@@ -46,7 +46,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .context("bubblewrap is missing; install it with\n  apt-get install -y bubblewrap")?;
     if cfg!(debug_assertions) {
-        return crate::bench::hand_over_to_release("sandbox", args).map(|()| None);
+        return super::shared::hand_over_to_release("sandbox", args).map(|()| None);
     }
     let started = Instant::now();
     let exe = std::env::current_exe()?;

@@ -75,7 +75,7 @@ pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     }
     let tools = check_tools()?;
     if cfg!(debug_assertions) {
-        return crate::bench::hand_over_to_release("index", args).map(|()| None);
+        return super::shared::hand_over_to_release("index", args).map(|()| None);
     }
     let exe = std::env::current_exe()?;
     let target_release = exe.parent().context("the xtask binary has a folder")?;

@@ -33,7 +33,7 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         [flag, n] if flag == "--trials" => trials = n.parse().context("--trials N")?,
         other => bail!("bench recovery takes [--trials N], found {other:?}"),
     }
-    crate::bench::build_wright_debug()?;
+    super::shared::build_wright_debug()?;
     let mut clean = Times::default();
     let mut recovered = Times::default();
     let mut finished_after = Vec::new();

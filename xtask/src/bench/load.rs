@@ -41,7 +41,7 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         [flag, n] if flag == "--requests" => requests = n.parse().context("--requests N")?,
         other => bail!("bench load takes [--requests N], found {other:?}"),
     }
-    crate::bench::build_wright_debug()?;
+    super::shared::build_wright_debug()?;
     let runs = LOADS
         .iter()
         .map(|&sessions| measure(sessions, requests))

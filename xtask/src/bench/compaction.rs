@@ -196,27 +196,27 @@ fn script(corpus: &Corpus, steps: usize) -> Vec<Step> {
     let fixtures: [(&str, &str); 7] = [
         (
             "cd tools && python -m pytest",
-            include_str!("../../server/src/compaction/fixtures/pytest.txt"),
+            include_str!("../../../server/src/compaction/fixtures/pytest.txt"),
         ),
         (
             "python3 -m unittest",
-            include_str!("../../server/src/compaction/fixtures/unittest.txt"),
+            include_str!("../../../server/src/compaction/fixtures/unittest.txt"),
         ),
         (
             "cd editors/vscode && npx jest",
-            include_str!("../../server/src/compaction/fixtures/jest.txt"),
+            include_str!("../../../server/src/compaction/fixtures/jest.txt"),
         ),
         (
             "cd editors/vscode && npx vitest run",
-            include_str!("../../server/src/compaction/fixtures/vitest.txt"),
+            include_str!("../../../server/src/compaction/fixtures/vitest.txt"),
         ),
         (
             "cd tools/gen && go test ./...",
-            include_str!("../../server/src/compaction/fixtures/go_test.txt"),
+            include_str!("../../../server/src/compaction/fixtures/go_test.txt"),
         ),
         (
             "cd editors/vscode && npx tsc --noEmit",
-            include_str!("../../server/src/compaction/fixtures/tsc.txt"),
+            include_str!("../../../server/src/compaction/fixtures/tsc.txt"),
         ),
         ("cargo build -p wright", ""),
     ];

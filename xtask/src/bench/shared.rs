@@ -1,47 +1,10 @@
-//! `bench`: measurements, each a ratio against a named peer run in the same invocation,
-//! recorded with the command that produced them in `docs/benchmarks.md`.
+//! What the benches share: recording a section of `docs/benchmarks.md`, and building the
+//! `wright` they measure.
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, bail};
-
-pub fn run(args: &[String]) -> anyhow::Result<()> {
-    let Some(name) = args.first() else {
-        bail!(
-            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `load`, \
-             `recovery`, `local` or `sandbox`"
-        );
-    };
-    let command = format!("cargo xtask bench {}", args.join(" "));
-    let body = match name.as_str() {
-        "retrieval" => crate::bench_retrieval::run(&args[1..])?,
-        "edit" => crate::bench_edit::run(&args[1..])?,
-        "llm" => crate::bench_llm::run(&args[1..])?,
-        "compaction" => crate::bench_compaction::run(&args[1..])?,
-        "agent" => crate::bench_agent::run(&args[1..])?,
-        "load" => crate::bench_load::run(&args[1..])?,
-        "recovery" => crate::bench_recovery::run(&args[1..])?,
-        "local" => crate::bench_local::run(&args[1..])?,
-        "index" => match crate::bench_index::run(&args[1..])? {
-            Some(body) => body,
-            // Handed over to the release build, which recorded its section.
-            None => return Ok(()),
-        },
-        "sandbox" => match crate::bench_sandbox::run(&args[1..])? {
-            Some(body) => body,
-            None => return Ok(()),
-        },
-        other => {
-            bail!(
-                "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction`, `agent`, `load`, `recovery`, `local` and `sandbox`"
-            )
-        }
-    };
-    println!("\n{body}");
-    record(name, &command, &body)
-}
 
 /// Replaces the section of `docs/benchmarks.md` between this bench's markers (appending it
 /// the first time), stamped with the command and the date.
