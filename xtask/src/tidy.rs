@@ -1,7 +1,9 @@
 //! `tidy`: the codebase's own rules, checked mechanically (run as a test by `cargo test`).
 //!
-//! The rules keep the code map of `docs/architecture.md` true: module boundaries that DESIGN.md
-//! fixes, a `//!` doc atop every file, no debugging leftovers or stubs.
+//! The rules keep the code map of `docs/architecture.md` true: module boundaries that
+//! `docs/design.md` and the architecture fix, a `//!` doc atop every file, no debugging
+//! leftovers or stubs, and a repository that stands alone (no document or comment points to a
+//! file outside it).
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +59,10 @@ const FORBIDDEN: &[([&str; 2], &str)] = &[
         "a stub: a feature not done must be absent",
     ),
 ];
+
+/// References to files outside the repository (the design notes it was started from): what the
+/// code follows is in `docs/`.
+const OUTSIDE_REFERENCES: &[[&str; 2]] = &[["DESIGN", ".md"], ["../", "shared/"]];
 
 /// The crates whose files must start with a `//!` doc.
 const CRATES: &[&str] = &["server", "protocol", "kernels", "tests", "xtask"];
@@ -122,6 +128,51 @@ fn check(root: &Path) -> Vec<String> {
         }
     }
     violations.extend(check_code_map(root));
+    violations.extend(check_stands_alone(root, &files));
+    violations
+}
+
+/// No document, comment or string of the repository points to a file outside it.
+fn check_stands_alone(root: &Path, rust_files: &[PathBuf]) -> Vec<String> {
+    let mut documents: Vec<PathBuf> = vec![root.join("README.md")];
+    for dir in [
+        "docs",
+        "editors/helix",
+        "editors/nvim",
+        "editors/vscode",
+        "editors",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(root.join(dir)) {
+            documents.extend(
+                entries
+                    .flatten()
+                    .map(|entry| entry.path())
+                    .filter(|path| path.extension().is_some_and(|ext| ext == "md")),
+            );
+        }
+    }
+    let mut violations = Vec::new();
+    for path in documents.iter().chain(rust_files) {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let relative = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        for (number, line) in text.lines().enumerate() {
+            for reference in OUTSIDE_REFERENCES {
+                let reference = reference.concat();
+                if line.contains(&reference) {
+                    violations.push(format!(
+                        "{relative}:{}: `{reference}` is outside the repository: say it in docs/",
+                        number + 1
+                    ));
+                }
+            }
+        }
+    }
     violations
 }
 

@@ -1,4 +1,4 @@
-//! Configuration: the layers DESIGN.md names, merged key by key, remembering where each value
+//! Configuration: the layers `docs/design.md` names, merged key by key, remembering where each value
 //! came from.
 //!
 //! Layers, lowest precedence first: built-in defaults, the user file

@@ -1,5 +1,5 @@
 //! `wright apply`: an edit from stdin applied to the files under the root, all or none, with
-//! the report DESIGN.md specifies (human text, or one JSON document with `--json`).
+//! the report `docs/design.md` specifies (human text, or one JSON document with `--json`).
 //!
 //! Exit codes: 0 applied (or, with `--dry-run`, would apply), 1 refused with nothing written,
 //! 2 the files could not be read or written.

@@ -1,4 +1,4 @@
-//! The matching ladder (DESIGN.md, "Locating an edit"): where a hunk's old text is in a file,
+//! The matching ladder (`docs/design.md`, "Locating an edit"): where a hunk's old text is in a file,
 //! and the text that results from replacing it.
 //!
 //! Tiers run in order and each runs only if the ones before found nothing; every tier requires

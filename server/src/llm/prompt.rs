@@ -1,5 +1,5 @@
 //! The prompt builder: a session's transcript, append-only, so each step's request extends
-//! the previous one and the provider's prompt cache keeps working (DESIGN.md, "Latency
+//! the previous one and the provider's prompt cache keeps working (`docs/design.md`, "Latency
 //! discipline").
 //!
 //! The system prompt, the tool schemas, the sampling settings and the cache key are fixed

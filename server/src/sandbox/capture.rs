@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-/// The default cap per stream (DESIGN.md: 64 KiB for stdout and for stderr).
+/// The default cap per stream (64 KiB for stdout and for stderr: `docs/design.md`).
 pub const DEFAULT_CAP: usize = 64 * 1024;
 
 /// One stream's captured output.

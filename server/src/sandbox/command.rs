@@ -1,5 +1,5 @@
 //! `wright sandbox run`: one command through the local backend, its result as the command's
-//! own output and exit status, or as the JSON document of DESIGN.md.
+//! own output and exit status, or as the JSON document of `docs/design.md`.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -138,7 +138,7 @@ pub fn run(
     }
 }
 
-/// The `--json` document of DESIGN.md.
+/// The `--json` document (`docs/design.md`, "Command line").
 pub fn to_json(outcome: &Outcome) -> Value {
     let limits = &outcome.limits;
     json!({

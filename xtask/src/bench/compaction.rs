@@ -362,7 +362,7 @@ fn tools() -> Vec<ToolSchema> {
     .iter()
     .map(|name| ToolSchema {
         name: (*name).to_owned(),
-        description: format!("The {name} tool of DESIGN.md's table."),
+        description: format!("The {name} tool of table in docs/design.md."),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     })
     .collect()

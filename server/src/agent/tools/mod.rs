@@ -1,4 +1,4 @@
-//! The tools the model sees: their stable names, arguments and JSON schemas (DESIGN.md, "Tools
+//! The tools the model sees: their stable names, arguments and JSON schemas (`docs/design.md`, "Tools
 //! the model sees"), and the dispatch from a model's tool call to the code that does the work.
 //!
 //! A tool never fails the session: unknown names, arguments that are not JSON or do not fit

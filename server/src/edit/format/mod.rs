@@ -1,4 +1,4 @@
-//! The four edit formats models write (DESIGN.md, "Command line"), parsed into one shape: file
+//! The four edit formats models write (`docs/design.md`, "Command line"), parsed into one shape: file
 //! operations whose updates are hunks of old and new text.
 //!
 //! Parsers are tolerant of what models really emit around an edit (prose, code fences, a BOM,
