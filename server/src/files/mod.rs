@@ -25,7 +25,10 @@
 mod private;
 mod resolve;
 
-pub use private::{append_private, ensure_private_dir, read_private, write_private};
+pub use private::{
+    append_private, create_private, ensure_private_dir, fresh_private_dir, open_private, read_private,
+    write_private,
+};
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -105,6 +108,19 @@ impl FileError {
             Self::NotRegular { .. } => "not_regular",
             Self::TooLarge { .. } => "too_large",
             Self::Io { .. } => "io",
+        }
+    }
+
+    /// The path the operation was given (relative to the root, or as written).
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::Outside { path, .. }
+            | Self::Escapes { path }
+            | Self::Link { path, .. }
+            | Self::Loop { path }
+            | Self::NotRegular { path, .. }
+            | Self::TooLarge { path, .. }
+            | Self::Io { path, .. } => path,
         }
     }
 
