@@ -309,7 +309,7 @@ mod tests {
             );
             let mut widened = r.clone();
             widen(&mut widened, &refusal.widening().unwrap());
-            assert_eq!(widened.unprotected, std::slice::from_ref(&path));
+            assert_eq!(widened.unprotected.as_slice(), std::slice::from_ref(path));
         }
         // sandbox.protected paths count too; in a snapshot nothing is protected.
         let mut with = r.clone();
