@@ -23,7 +23,10 @@ fn text(bytes: &[u8]) -> String {
 /// `<dir>/ws` with `src/lib.rs` and `.git/config`, and `<dir>/outside/bashrc` beside it.
 fn setup(name: &str) -> TempDir {
     let dir = TempDir::new(name);
-    dir.write("ws/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n");
+    dir.write(
+        "ws/src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    );
     dir.write("ws/.git/config", "[core]\n\tbare = false\n");
     dir.write("outside/bashrc", OUTSIDE_TEXT);
     dir
@@ -140,7 +143,11 @@ fn apply_never_follows_links_planted_at_the_old_temporary_names() {
     let own = std::process::id();
     for pid in own.saturating_sub(50)..own + 2000 {
         for step in ["0", "restore"] {
-            symlink(&victim, root.join(format!("src/.lib.rs.wright-{pid}-{step}.tmp"))).unwrap();
+            symlink(
+                &victim,
+                root.join(format!("src/.lib.rs.wright-{pid}-{step}.tmp")),
+            )
+            .unwrap();
         }
     }
     let out = apply(
@@ -151,7 +158,10 @@ fn apply_never_follows_links_planted_at_the_old_temporary_names() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(outside(&dir), OUTSIDE_TEXT);
     let meta = std::fs::symlink_metadata(root.join("src/lib.rs")).unwrap();
-    assert!(meta.file_type().is_file(), "the edited file stays a regular file");
+    assert!(
+        meta.file_type().is_file(),
+        "the edited file stays a regular file"
+    );
     assert!(
         std::fs::read_to_string(root.join("src/lib.rs"))
             .unwrap()
@@ -177,22 +187,42 @@ fn apply_refuses_links_out_of_the_workspace_with_kind_outside() {
         assert_eq!(report["error"]["kind"], "outside", "{input}: {report}");
         let message = report["error"]["message"].as_str().unwrap();
         assert!(message.contains("leads outside"), "{message}");
-        assert!(message.contains("notes.md") || message.contains("linked"), "{message}");
+        assert!(
+            message.contains("notes.md") || message.contains("linked"),
+            "{message}"
+        );
         assert!(!message.contains("SECRET_OUTSIDE_TEXT"), "{message}");
     }
     // The human report says it too, with exit code 1 (refused, nothing written).
-    let out = apply(&root, &[], "*** Begin Patch\n*** Add File: notes.md\n+x\n*** End Patch\n");
+    let out = apply(
+        &root,
+        &[],
+        "*** Begin Patch\n*** Add File: notes.md\n+x\n*** End Patch\n",
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("leads outside"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("leads outside"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(outside(&dir), OUTSIDE_TEXT);
-    assert_eq!(std::fs::read_dir(dir.path().join("outside")).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("outside"))
+            .unwrap()
+            .count(),
+        1
+    );
     // A link inside writes its target and stays a link.
     let report = apply_json(
         &root,
         "alias.rs\n<<<<<<< SEARCH\n    a - b\n=======\n    a + b\n>>>>>>> REPLACE\n",
     );
     assert_eq!(report["applied"], true, "{report}");
-    assert!(std::fs::symlink_metadata(root.join("alias.rs")).unwrap().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(root.join("alias.rs"))
+            .unwrap()
+            .is_symlink()
+    );
     assert!(
         std::fs::read_to_string(root.join("src/lib.rs"))
             .unwrap()
@@ -208,7 +238,11 @@ fn exec_edits_refuse_links_out_and_git_and_keep_their_files_private() {
     symlink(dir.path().join("outside"), root.join("linked")).unwrap();
     let provider = ScriptedProvider::start();
     let turns = [
-        tool_call("w1", "write_file", json!({"path": "notes.md", "content": "pwned\n"})),
+        tool_call(
+            "w1",
+            "write_file",
+            json!({"path": "notes.md", "content": "pwned\n"}),
+        ),
         tool_call(
             "e1",
             "edit",
@@ -219,7 +253,11 @@ fn exec_edits_refuse_links_out_and_git_and_keep_their_files_private() {
             "apply_patch",
             json!({"patch": "*** Begin Patch\n*** Delete File: notes.md\n*** End Patch\n"}),
         ),
-        tool_call("w2", "write_file", json!({"path": "linked/new.txt", "content": "x"})),
+        tool_call(
+            "w2",
+            "write_file",
+            json!({"path": "linked/new.txt", "content": "x"}),
+        ),
         tool_call(
             "g1",
             "edit",
@@ -238,16 +276,38 @@ fn exec_edits_refuse_links_out_and_git_and_keep_their_files_private() {
     let out = exec(&dir, Some(&provider), &["edit the notes", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let results = tool_results(&provider);
-    let result = |id: &str| results.iter().find(|(call, _)| call == id).unwrap().1.clone();
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|(call, _)| call == id)
+            .unwrap()
+            .1
+            .clone()
+    };
     for id in ["w1", "e1", "p1", "w2"] {
         let content = result(id);
-        assert!(content.contains("leads outside the workspace"), "{id}: {content}");
-        assert!(content.contains("notes.md") || content.contains("linked"), "{id}: {content}");
+        assert!(
+            content.contains("leads outside the workspace"),
+            "{id}: {content}"
+        );
+        assert!(
+            content.contains("notes.md") || content.contains("linked"),
+            "{id}: {content}"
+        );
     }
     assert!(result("g1").contains("is protected"), "{}", result("g1"));
-    assert!(result("ok").contains("update src/lib.rs"), "{}", result("ok"));
+    assert!(
+        result("ok").contains("update src/lib.rs"),
+        "{}",
+        result("ok")
+    );
     assert_eq!(outside(&dir), OUTSIDE_TEXT);
-    assert_eq!(std::fs::read_dir(dir.path().join("outside")).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("outside"))
+            .unwrap()
+            .count(),
+        1
+    );
     assert_eq!(
         std::fs::read_to_string(root.join(".git/config")).unwrap(),
         "[core]\n\tbare = false\n"
@@ -272,9 +332,18 @@ fn exec_edits_refuse_links_out_and_git_and_keep_their_files_private() {
         .iter()
         .map(|(path, _, _)| path.display().to_string())
         .collect();
-    assert!(names.iter().any(|n| n.ends_with(".jsonl")), "a journal: {names:?}");
-    assert!(names.iter().any(|n| n.contains("/exec/")), "an undo record: {names:?}");
-    assert!(names.iter().any(|n| n.ends_with("/tantivy")), "the index: {names:?}");
+    assert!(
+        names.iter().any(|n| n.ends_with(".jsonl")),
+        "a journal: {names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.contains("/exec/")),
+        "an undo record: {names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.ends_with("/tantivy")),
+        "the index: {names:?}"
+    );
     for (path, is_dir, mode) in &modes {
         let tantivy_file = !is_dir && path.parent().is_some_and(|p| p.ends_with("tantivy"));
         if *is_dir {
@@ -304,8 +373,11 @@ fn record_path(dir: &TempDir, root: &Path) -> PathBuf {
 fn plant(dir: &TempDir, root: &Path, record: &Value) -> PathBuf {
     let path = record_path(dir, root);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::set_permissions(path.parent().unwrap(), std::fs::Permissions::from_mode(0o700))
-        .unwrap();
+    std::fs::set_permissions(
+        path.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
     let _ = std::fs::remove_file(&path);
     std::fs::write(&path, record.to_string()).unwrap();
     path
@@ -338,7 +410,12 @@ fn a_planted_undo_record_is_refused_and_nothing_is_written() {
             "leads outside",
         ),
         (
-            record(".git/config", Some("[core]\n\tfsmonitor = x\n"), Some("[core]\n\tbare = false\n"), &root),
+            record(
+                ".git/config",
+                Some("[core]\n\tfsmonitor = x\n"),
+                Some("[core]\n\tbare = false\n"),
+                &root,
+            ),
             "is protected",
         ),
         (
@@ -358,7 +435,10 @@ fn a_planted_undo_record_is_refused_and_nothing_is_written() {
         let out = exec(&dir, None, &["--undo", "--json"]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{planted}: {stderr}");
-        assert!(stderr.contains(expected), "{expected:?} for {planted}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{expected:?} for {planted}: {stderr}"
+        );
         let report: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
         assert_eq!(report["undone"], false, "{report}");
         assert_eq!(outside(&dir), OUTSIDE_TEXT);
@@ -366,24 +446,46 @@ fn a_planted_undo_record_is_refused_and_nothing_is_written() {
             std::fs::read_to_string(root.join(".git/config")).unwrap(),
             "[core]\n\tbare = false\n"
         );
-        assert!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap().contains("a - b"));
+        assert!(
+            std::fs::read_to_string(root.join("src/lib.rs"))
+                .unwrap()
+                .contains("a - b")
+        );
     }
     // Not JSON, or a link in the record's place: refused as unreadable.
     let path = plant(&dir, &root, &json!({}));
     std::fs::write(&path, "{\"root\": ").unwrap();
     let out = exec(&dir, None, &["--undo"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("cannot be read"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot be read"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::remove_file(&path).unwrap();
     let elsewhere = dir.write(
         "elsewhere.json",
-        &record("src/lib.rs", Some("pwned\n"), Some("pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n"), &root).to_string(),
+        &record(
+            "src/lib.rs",
+            Some("pwned\n"),
+            Some("pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n"),
+            &root,
+        )
+        .to_string(),
     );
     symlink(&elsewhere, &path).unwrap();
     let out = exec(&dir, None, &["--undo"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("cannot be read"), "{}", text(&out.stderr));
-    assert!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap().contains("a - b"));
+    assert!(
+        text(&out.stderr).contains("cannot be read"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(root.join("src/lib.rs"))
+            .unwrap()
+            .contains("a - b")
+    );
 }
 
 #[test]

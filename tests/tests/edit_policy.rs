@@ -55,11 +55,17 @@ fn git_config_is_written_only_once_the_user_allows_it() {
     assert_eq!(ask["params"]["kind"], "protected", "{ask}");
     assert_eq!(ask["params"]["sessionId"], session.as_str());
     assert!(
-        ask["params"]["command"].as_str().unwrap().contains(".git/config"),
+        ask["params"]["command"]
+            .as_str()
+            .unwrap()
+            .contains(".git/config"),
         "{ask}"
     );
     assert!(
-        ask["params"]["reason"].as_str().unwrap().contains("git runs"),
+        ask["params"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("git runs"),
         "the reason says why: {ask}"
     );
     editor.respond(&ask["id"], json!({"decision": "deny"}));
@@ -112,7 +118,12 @@ fn a_link_out_of_the_workspace_is_refused_open_or_not() {
     let mut editor = start(&dir, &provider);
     // The user has the link open (with unsaved text): an edit through the editor would be
     // saved back through the link.
-    editor.open(&file_uri(&root.join("open.md")), "markdown", 1, "# SECRET notes\n");
+    editor.open(
+        &file_uri(&root.join("open.md")),
+        "markdown",
+        1,
+        "# SECRET notes\n",
+    );
     let session = run(&mut editor, "edit the notes");
     assert_eq!(finished(&mut editor, &session)["status"], "done");
     assert!(
@@ -129,7 +140,9 @@ fn a_link_out_of_the_workspace_is_refused_open_or_not() {
     }
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), OUTSIDE_TEXT);
     assert_eq!(
-        std::fs::read_dir(dir.path().join("outside")).unwrap().count(),
+        std::fs::read_dir(dir.path().join("outside"))
+            .unwrap()
+            .count(),
         1
     );
     for request in provider.requests() {

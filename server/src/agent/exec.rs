@@ -230,7 +230,9 @@ impl UndoRecord {
                 .map(|file| (file.path.clone(), file.before.clone(), file.after.clone()))
                 .collect(),
         };
-        checkpoint.validate().map_err(|err| invalid(err.to_string()))?;
+        checkpoint
+            .validate()
+            .map_err(|err| invalid(err.to_string()))?;
         let files = crate::files::Root::open(root).ok();
         protection
             .check(

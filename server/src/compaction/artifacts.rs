@@ -114,7 +114,8 @@ impl ArtifactStore {
                 continue;
             };
             let path = entry.path();
-            let bytes = crate::files::read_private(&path, MAX_ARTIFACT).map_err(io("read", &path))?;
+            let bytes =
+                crate::files::read_private(&path, MAX_ARTIFACT).map_err(io("read", &path))?;
             let text = String::from_utf8_lossy(&bytes).into_owned();
             found.push(Artifact {
                 id,

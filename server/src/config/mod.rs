@@ -460,7 +460,11 @@ fn own_dir(
     absolute(variable)
         .map(PathBuf::from)
         .or_else(|| {
-            absolute("HOME").map(|home| under_home.iter().fold(PathBuf::from(home), |p, c| p.join(c)))
+            absolute("HOME").map(|home| {
+                under_home
+                    .iter()
+                    .fold(PathBuf::from(home), |p, c| p.join(c))
+            })
         })
         .map(|base| base.join("wright"))
         .ok_or(NoPrivateDir { variable, what })
@@ -476,7 +480,12 @@ pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, NoPriv
 /// `$XDG_DATA_HOME/wright`, falling back to `~/.local/share/wright`; with neither set, none
 /// ([`NoPrivateDir`]).
 pub fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, NoPrivateDir> {
-    own_dir(env, "XDG_DATA_HOME", &[".local", "share"], "sessions and undo records")
+    own_dir(
+        env,
+        "XDG_DATA_HOME",
+        &[".local", "share"],
+        "sessions and undo records",
+    )
 }
 
 /// `<root>/.wright/config.toml`.

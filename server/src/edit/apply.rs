@@ -216,8 +216,11 @@ fn temporary_owner(name: &str) -> Option<u32> {
     let (destination, tail) = inner.rsplit_once(files::TEMPORARY_MARK)?;
     let (digits, step) = tail.split_once('-')?;
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let random = |s: &str| s.len() == 16 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    if destination.is_empty() || !number(digits) || !(random(step) || number(step) || step == "restore")
+    let random =
+        |s: &str| s.len() == 16 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if destination.is_empty()
+        || !number(digits)
+        || !(random(step) || number(step) || step == "restore")
     {
         return None;
     }
@@ -501,7 +504,10 @@ mod tests {
         assert_eq!(temporary_owner(&names[0]), Some(own));
         drop(staged);
         // Earlier versions' names are still recognised, so their leftovers are swept.
-        for old in [format!(".lib.rs.wright-{own}-3.tmp"), format!(".a.wright-1-2.tmp.wright-{own}-restore.tmp")] {
+        for old in [
+            format!(".lib.rs.wright-{own}-3.tmp"),
+            format!(".a.wright-1-2.tmp.wright-{own}-restore.tmp"),
+        ] {
             assert_eq!(temporary_owner(&old), Some(own), "{old}");
         }
         for other in [
@@ -589,11 +595,17 @@ mod tests {
             }
         }
         let files = DiskFiles::new(&root);
-        let plan = disk_plan(&files, "f.txt\n<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n");
+        let plan = disk_plan(
+            &files,
+            "f.txt\n<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n",
+        );
         files.apply(&plan).unwrap();
         assert_eq!(fs::read_to_string(&victim).unwrap(), "the user's file\n");
         let meta = fs::symlink_metadata(root.join("f.txt")).unwrap();
-        assert!(meta.file_type().is_file(), "the edited file stays a regular file");
+        assert!(
+            meta.file_type().is_file(),
+            "the edited file stays a regular file"
+        );
         assert_eq!(fs::read_to_string(root.join("f.txt")).unwrap(), "A\n");
         // A rollback restores through a fresh temporary too.
         let failing = DiskFiles {
@@ -635,20 +647,42 @@ mod tests {
             assert_eq!(err.kind(), "outside", "{input}: {err}");
             let message = err.to_string();
             assert!(message.contains("leads outside"), "{message}");
-            assert!(message.contains("notes.md") || message.contains("linked"), "{message}");
+            assert!(
+                message.contains("notes.md") || message.contains("linked"),
+                "{message}"
+            );
         }
-        assert_eq!(fs::read_to_string(outside.join("bashrc")).unwrap(), "outside\n");
+        assert_eq!(
+            fs::read_to_string(outside.join("bashrc")).unwrap(),
+            "outside\n"
+        );
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
         // A link inside: the edit writes its target and keeps the link.
-        let update = disk_plan(&files, "alias.md\n<<<<<<< SEARCH\nreal\n=======\nedited\n>>>>>>> REPLACE\n");
+        let update = disk_plan(
+            &files,
+            "alias.md\n<<<<<<< SEARCH\nreal\n=======\nedited\n>>>>>>> REPLACE\n",
+        );
         files.apply(&update).unwrap();
-        assert!(fs::symlink_metadata(root.join("alias.md")).unwrap().is_symlink());
-        assert_eq!(fs::read_to_string(root.join("real.md")).unwrap(), "edited\n");
+        assert!(
+            fs::symlink_metadata(root.join("alias.md"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("real.md")).unwrap(),
+            "edited\n"
+        );
         // Deleting the link deletes the link, never its target.
-        let delete = disk_plan(&files, "*** Begin Patch\n*** Delete File: alias.md\n*** End Patch\n");
+        let delete = disk_plan(
+            &files,
+            "*** Begin Patch\n*** Delete File: alias.md\n*** End Patch\n",
+        );
         files.apply(&delete).unwrap();
         assert!(fs::symlink_metadata(root.join("alias.md")).is_err());
-        assert_eq!(fs::read_to_string(root.join("real.md")).unwrap(), "edited\n");
+        assert_eq!(
+            fs::read_to_string(root.join("real.md")).unwrap(),
+            "edited\n"
+        );
         fs::remove_dir_all(&root).unwrap();
         fs::remove_dir_all(&outside).unwrap();
     }

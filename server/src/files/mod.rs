@@ -26,8 +26,8 @@ mod private;
 mod resolve;
 
 pub use private::{
-    append_private, create_private, ensure_private_dir, fresh_private_dir, open_private, read_private,
-    write_private,
+    append_private, create_private, ensure_private_dir, fresh_private_dir, open_private,
+    read_private, write_private,
 };
 
 use std::ffi::{OsStr, OsString};

@@ -54,11 +54,7 @@ pub fn fresh_private_dir(prefix: &str) -> io::Result<std::path::PathBuf> {
     let base = std::env::temp_dir();
     let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
     for _ in 0..16 {
-        let dir = base.join(format!(
-            "{prefix}-{}-{:016x}",
-            euid(),
-            super::random_u64()
-        ));
+        let dir = base.join(format!("{prefix}-{}-{:016x}", euid(), super::random_u64()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last = err,

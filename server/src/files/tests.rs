@@ -355,7 +355,12 @@ fn private_files_are_created_exclusively_and_read_back_only_when_ours() {
     let journal = dir.join("s1.jsonl");
     std::io::Write::write_all(&mut create_private(&journal).unwrap(), b"line\n").unwrap();
     assert_eq!(mode(&journal), 0o600);
-    for folder in ["data", "data/wright", "data/wright/sessions", "data/wright/sessions/key"] {
+    for folder in [
+        "data",
+        "data/wright",
+        "data/wright/sessions",
+        "data/wright/sessions/key",
+    ] {
         assert_eq!(mode(&s.dir.join(folder)), 0o700, "{folder}");
     }
     // A second create of the same name fails, and a link there is never followed.

@@ -69,11 +69,16 @@ fn index_cache_dir() -> PathBuf {
         Ok(dir) => dir,
         Err(err) => match crate::files::fresh_private_dir("wright-cache") {
             Ok(dir) => {
-                tracing::error!("{err}; the index is kept in {} for this process only", dir.display());
+                tracing::error!(
+                    "{err}; the index is kept in {} for this process only",
+                    dir.display()
+                );
                 dir
             }
             Err(fresh) => {
-                tracing::error!("{err}; no private folder could be made for the index either ({fresh}), so it is not kept");
+                tracing::error!(
+                    "{err}; no private folder could be made for the index either ({fresh}), so it is not kept"
+                );
                 PathBuf::from("/nonexistent/wright-cache")
             }
         },

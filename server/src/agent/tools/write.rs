@@ -245,7 +245,10 @@ fn land(context: &ToolContext, ops: &[edit::FileOp]) -> ToolResult {
     check_inside(&root, &plan).map_err(refused)?;
     target
         .protection()
-        .check(Some(&root), plan.files.iter().map(|file| file.path.as_path()))
+        .check(
+            Some(&root),
+            plan.files.iter().map(|file| file.path.as_path()),
+        )
         .map_err(refused)?;
     let syntax = match target.gate() {
         GateMode::Off => Vec::new(),

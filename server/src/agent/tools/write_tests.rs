@@ -132,7 +132,11 @@ fn edit_tools_refuse_links_out_of_the_workspace_and_write_through_links_inside()
     assert_eq!(s.read("outside/bashrc"), "export PATH=/usr/bin\n");
     let outside: Vec<_> = std::fs::read_dir(s.outside()).unwrap().collect();
     assert_eq!(outside.len(), 1, "nothing was created outside");
-    assert!(std::fs::symlink_metadata(ws.join("notes.md")).unwrap().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(ws.join("notes.md"))
+            .unwrap()
+            .is_symlink()
+    );
 
     // A link inside works as its target, and stays a link.
     let out = run(
@@ -142,7 +146,11 @@ fn edit_tools_refuse_links_out_of_the_workspace_and_write_through_links_inside()
     );
     assert!(!out.is_error, "{}", out.content);
     assert_eq!(s.read("ws/real.md"), "edited\n");
-    assert!(std::fs::symlink_metadata(ws.join("alias.md")).unwrap().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(ws.join("alias.md"))
+            .unwrap()
+            .is_symlink()
+    );
     // Deleting it deletes the link, never its target.
     let out = run(
         &cx,
@@ -181,7 +189,10 @@ fn edit_tools_refuse_git_config_and_the_protected_paths() {
         "write_file",
         json!({"path": "vendor/lib/.git/config", "content": "[core]\n\tfsmonitor = x\n"}),
     ));
-    calls.push(("write_file", json!({"path": "deploy/keys.txt", "content": "x"})));
+    calls.push((
+        "write_file",
+        json!({"path": "deploy/keys.txt", "content": "x"}),
+    ));
     calls.push((
         "apply_patch",
         json!({"patch": "*** Begin Patch\n*** Update File: real.md\n*** Move to: .git/info/x\n@@\n-real\n+real\n*** End Patch\n"}),
@@ -236,10 +247,15 @@ fn a_protected_edit_goes_ahead_only_when_the_user_allows_it() {
     });
     let cx = context(
         &ws,
-        DiskTarget::new(&ws, GateMode::Report).protecting(Protection::default().asking(deny.clone())),
+        DiskTarget::new(&ws, GateMode::Report)
+            .protecting(Protection::default().asking(deny.clone())),
     );
     let out = run(&cx, "edit", edit.clone());
-    assert!(out.is_error && out.content.contains("the user did not allow it"), "{}", out.content);
+    assert!(
+        out.is_error && out.content.contains("the user did not allow it"),
+        "{}",
+        out.content
+    );
     assert_eq!(s.read("ws/.git/config"), "[core]\n\tbare = false\n");
     let asked = deny.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
