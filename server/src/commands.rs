@@ -18,7 +18,8 @@ use crate::terminal::{self, say};
 pub struct Workspace {
     pub root: PathBuf,
     pub config: Config,
-    pub cache_dir: PathBuf,
+    /// `Err` when neither `XDG_CACHE_HOME` nor `HOME` names one: what needs it refuses.
+    pub cache_dir: Result<PathBuf, config::NoPrivateDir>,
 }
 
 impl Workspace {
@@ -53,7 +54,7 @@ impl Workspace {
         let index = Index::open(
             &self.root,
             index::Options {
-                cache_dir: self.cache_dir.clone(),
+                cache_dir: self.cache_dir.clone()?,
                 walk: self.walk_options(),
             },
         )
@@ -351,7 +352,7 @@ pub async fn exec(
     use wright::agent::{self, Cancel, FinalStatus, Limits, Session, exec::DiskTarget};
 
     let env = |var: &str| std::env::var(var).ok();
-    let data_dir = config::data_dir(&env);
+    let data_dir = config::data_dir(&env)?;
     // A resumed session keeps its task and its model (a switch would lose the prompt cache).
     let resumed = match start {
         ExecStart::Task(_) => None,
@@ -432,6 +433,7 @@ pub async fn exec(
             &workspace.root,
             wright::edit::command::configured_gate(&workspace.root, &env),
         )
+        .protecting(agent::tools::Protection::from_config(&workspace.config))
         .recording(&data_dir, &id),
     );
     let cancel = Cancel::new();
@@ -442,7 +444,12 @@ pub async fn exec(
         walk: workspace.walk_options(),
         edits: target.clone(),
         // Headless, the workspace itself is where commands write (as edits do).
-        commands: match agent::sandboxed::pool(&workspace.cache_dir) {
+        commands: match workspace
+            .cache_dir
+            .as_ref()
+            .map_err(ToString::to_string)
+            .and_then(|dir| agent::sandboxed::pool(dir))
+        {
             Ok(pool) => Some(Arc::new(
                 agent::sandboxed::SandboxRunner::in_place(pool, &workspace.root)
                     .requiring_approval(agent::sandboxed::approval_patterns(&workspace.config))
@@ -598,8 +605,9 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
 /// `wright exec --undo`.
 pub fn exec_undo(workspace: &Workspace, json: bool) -> anyhow::Result<u8> {
     let env = |var: &str| std::env::var(var).ok();
-    let data_dir = config::data_dir(&env);
-    let result = wright::agent::exec::UndoRecord::undo(&data_dir, &workspace.root);
+    let data_dir = config::data_dir(&env)?;
+    let protection = wright::agent::tools::Protection::from_config(&workspace.config);
+    let result = wright::agent::exec::UndoRecord::undo(&data_dir, &workspace.root, &protection);
     if json {
         let value = match &result {
             Ok(files) => json!({"undone": true, "files": files}),

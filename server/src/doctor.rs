@@ -24,8 +24,24 @@ impl Report {
     /// Gathers the configuration for `root` from the files and `env`.
     pub fn gather(root: &Path, log: String, env: &dyn Fn(&str) -> Option<String>) -> Self {
         let layers = Layers::load(config::user_file(env), &[root.to_path_buf()], env);
-        let (index_dir, index) = index::state(&config::cache_dir(env), root);
-        let sandbox = probe::probe_all(&config::cache_dir(env).join("sandbox"));
+        let cache_dir = config::cache_dir(env);
+        let (index_dir, index) = match &cache_dir {
+            Ok(cache_dir) => index::state(cache_dir, root),
+            Err(err) => (PathBuf::new(), index::State::Stale(err.to_string())),
+        };
+        let sandbox = match &cache_dir {
+            Ok(cache_dir) => probe::probe_all(&cache_dir.join("sandbox")),
+            // The overlay probe's layers go to a fresh folder of this process instead.
+            Err(_) => match crate::files::fresh_private_dir("wright-doctor") {
+                Ok(scratch) => {
+                    let found = probe::probe_all(&scratch);
+                    let _ = std::fs::remove_dir_all(&scratch);
+                    found
+                }
+                // No folder at all: the overlay probe reports that it could not make its layers.
+                Err(_) => probe::probe_all(Path::new("/nonexistent")),
+            },
+        };
         let fallback = layers.resolve().get("sandbox.fallback") == Some("landlock");
         let tier = probe::tier_report(fallback);
         Self {

@@ -8,7 +8,6 @@ pub mod buffers;
 pub mod compaction;
 pub mod config;
 pub mod doctor;
-pub mod durable;
 pub mod edit;
 pub mod files;
 pub mod index;

@@ -10,8 +10,12 @@
 //! whole, so the placeholders of a resumed history still read back. A line cut
 //! by a crash in the middle of its writing is ignored on reading: every line before it is
 //! whole, because each is written with a single `write` and flushed before the next.
+//!
+//! Journals hold the prompts and the code the agent read: they are created 0600 in 0700
+//! folders, and opened (to append or to read back) never through a link and only when they
+//! are this user's (`files::private`).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -73,6 +77,11 @@ pub enum JournalError {
     Damaged { path: PathBuf, reason: String },
 }
 
+/// The most a journal is read back whole (to cut a half-written last line off). Answers are
+/// capped (`llm.max_response_mib`) and tool outputs too, so a session's journal stays far
+/// below this.
+const MAX_JOURNAL: u64 = 1 << 30;
+
 /// An open journal, appending.
 pub struct Journal {
     path: PathBuf,
@@ -101,12 +110,7 @@ impl Journal {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
+        let file = crate::files::create_private(&path).map_err(io)?;
         let mut journal = Self { path, file };
         journal.append(start)?;
         Ok(journal)
@@ -121,9 +125,9 @@ impl Journal {
             path: path.to_owned(),
             source,
         };
-        let bytes = std::fs::read(path).map_err(io)?;
+        let bytes = crate::files::read_private(path, MAX_JOURNAL).map_err(io)?;
         let whole = whole_lines_len(&bytes);
-        let mut file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        let mut file = crate::files::append_private(path).map_err(io)?;
         let tail = &bytes[whole as usize..];
         if serde_json::from_slice::<Line>(tail).is_ok() {
             file.write_all(b"\n").map_err(io)?;
@@ -200,7 +204,7 @@ impl Recorded {
             path: path.to_owned(),
             source,
         };
-        let reader = BufReader::new(File::open(path).map_err(io)?);
+        let reader = BufReader::new(crate::files::open_private(path).map_err(io)?);
         let mut lines = Vec::new();
         // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
         // must end the reading like any other cut line rather than fail it.
@@ -406,6 +410,8 @@ pub fn new_session_id(prefix: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::OpenOptions;
+
     use super::*;
     use crate::llm::ToolCall;
 
@@ -429,6 +435,11 @@ mod tests {
             name: "read_file".into(),
             arguments: "{}".into(),
         };
+        // The transcript is the user's: 0600 in a 0700 folder.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(journal.path()), 0o600);
+        assert_eq!(mode(&dir), 0o700);
         for message in [
             Message::User("Task: fix it".into()),
             Message::Assistant {

@@ -3,8 +3,10 @@
 //! call away.
 //!
 //! Outputs live in memory; with a session directory they are also written there (a synced
-//! temporary file renamed into place, `durable`, so a crash never leaves half an artifact),
-//! and a store reopened on that directory finds them again and numbers new ones after them.
+//! temporary file renamed into place, so a crash never leaves half an artifact; 0600 in a
+//! 0700 folder, since they hold the workspace's code: `files::private`), and a store
+//! reopened on that directory finds them again (its own files only, never through a link)
+//! and numbers new ones after them.
 //! Ids are never reused within a session.
 
 use std::fmt::Write as _;
@@ -74,6 +76,9 @@ fn known_ids(count: u32) -> String {
 /// does not undo what masking saved.
 pub const DEFAULT_READ_LINES: usize = 400;
 
+/// The most an artifact is read back: outputs are capped well below it when they are made.
+const MAX_ARTIFACT: u64 = 256 << 20;
+
 /// The artifacts of one session.
 #[derive(Debug, Default)]
 pub struct ArtifactStore {
@@ -93,7 +98,7 @@ impl ArtifactStore {
             let path = path.to_owned();
             move |source| ArtifactError::Io { what, path, source }
         };
-        std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+        crate::files::ensure_private_dir(dir).map_err(io("create", dir))?;
         let mut found = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(io("list", dir))? {
             let entry = entry.map_err(io("list", dir))?;
@@ -109,7 +114,9 @@ impl ArtifactStore {
                 continue;
             };
             let path = entry.path();
-            let text = std::fs::read_to_string(&path).map_err(io("read", &path))?;
+            let bytes =
+                crate::files::read_private(&path, MAX_ARTIFACT).map_err(io("read", &path))?;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             found.push(Artifact {
                 id,
                 tool: tool.to_owned(),
@@ -146,7 +153,7 @@ impl ArtifactStore {
                 })
                 .collect();
             let path = dir.join(format!("{id}.{tool_part}.txt"));
-            crate::durable::replace_beside(&path, text.as_bytes()).map_err(|source| {
+            crate::files::write_private(&path, text.as_bytes()).map_err(|source| {
                 ArtifactError::Io {
                     what: "write",
                     path,
@@ -311,6 +318,11 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["a1.run_tests.txt", "a2.read_file.txt"]);
+        // They hold the workspace's code: 0600 in a 0700 folder.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("a1.run_tests.txt")), 0o600);
         // A temporary left by a crash is not an artifact.
         std::fs::write(dir.join(".a3.grep.txt.999.tmp"), "half").unwrap();
         let mut reopened = ArtifactStore::open(&dir).unwrap();

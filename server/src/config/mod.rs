@@ -436,27 +436,56 @@ pub fn user_file(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     Some(base.join("wright").join("config.toml"))
 }
 
-/// Where caches live (the symbol index): `$XDG_CACHE_HOME/wright`, falling back to
-/// `~/.cache/wright`, else the system temp directory.
-pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    env("XDG_CACHE_HOME")
-        .filter(|dir| Path::new(dir).is_absolute())
+/// Why wright has no folder of its own for its data or cache: neither the XDG variable nor
+/// `HOME` names one. There is no shared fallback (a folder in /tmp): another local user could
+/// make it first, plant an undo record or a journal there, and read what wright writes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "neither {variable} nor HOME is set to an absolute path, so wright has no folder of its own \
+     for its {what}; set HOME (or {variable}). wright does not fall back to a shared folder \
+     such as /tmp, where another user could read what it keeps or plant what it reads back"
+)]
+pub struct NoPrivateDir {
+    pub variable: &'static str,
+    pub what: &'static str,
+}
+
+fn own_dir(
+    env: &dyn Fn(&str) -> Option<String>,
+    variable: &'static str,
+    under_home: &[&str],
+    what: &'static str,
+) -> Result<PathBuf, NoPrivateDir> {
+    let absolute = |name: &str| env(name).filter(|dir| Path::new(dir).is_absolute());
+    absolute(variable)
         .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("wright")
+        .or_else(|| {
+            absolute("HOME").map(|home| {
+                under_home
+                    .iter()
+                    .fold(PathBuf::from(home), |p, c| p.join(c))
+            })
+        })
+        .map(|base| base.join("wright"))
+        .ok_or(NoPrivateDir { variable, what })
+}
+
+/// Where caches live (the symbol index, sandbox snapshots): `$XDG_CACHE_HOME/wright`, falling
+/// back to `~/.cache/wright`; with neither set, none ([`NoPrivateDir`]).
+pub fn cache_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, NoPrivateDir> {
+    own_dir(env, "XDG_CACHE_HOME", &[".cache"], "cache")
 }
 
 /// Where state worth keeping lives (sessions, the undo record of `wright exec`):
-/// `$XDG_DATA_HOME/wright`, falling back to `~/.local/share/wright`, else the system temp
-/// directory.
-pub fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    env("XDG_DATA_HOME")
-        .filter(|dir| Path::new(dir).is_absolute())
-        .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".local").join("share")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("wright")
+/// `$XDG_DATA_HOME/wright`, falling back to `~/.local/share/wright`; with neither set, none
+/// ([`NoPrivateDir`]).
+pub fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, NoPrivateDir> {
+    own_dir(
+        env,
+        "XDG_DATA_HOME",
+        &[".local", "share"],
+        "sessions and undo records",
+    )
 }
 
 /// `<root>/.wright/config.toml`.

@@ -3,26 +3,33 @@
 //! instead.)
 //!
 //! All files or none. Before anything is written, every file is checked to still be what the
-//! plan was computed against. On disk, each new content is first written to a temporary file
-//! beside its destination and synced (`durable`); only when all are written are they renamed
-//! into place and deleted files removed, and if one of those steps fails, the steps already
-//! done are undone and the temporaries and directories the plan created are removed. Then
-//! the folders changed are synced, so an applied edit survives a power loss too.
+//! plan was computed against. On disk, everything goes through a [`files::Root`]: a path
+//! whose symbolic links lead out of the workspace is refused (`outside`), one whose links
+//! stay inside writes their target and keeps the link, and deleting a link removes the link,
+//! never its target. Each new content is first written to a temporary beside its
+//! destination, created exclusively under a random name and synced; only when all are
+//! written are they renamed into place and deleted files removed, and if one of those steps
+//! fails, the steps already done are undone and the temporaries and directories the plan
+//! created are removed. Then the folders changed are synced, so an applied edit survives a
+//! power loss too.
 //!
-//! A temporary is named `.NAME.wright-PID-STEP.tmp` (NAME its destination's file name, PID
-//! the writing process, STEP the file's place in the plan or `restore`), so that a process
-//! killed between writing and renaming leaves a file [`sweep_stale_temporaries`] recognises
-//! and removes at the next start, and only such a file.
+//! A temporary is named `.NAME.wright-PID-RANDOM.tmp` (NAME its destination's file name, PID
+//! the writing process, RANDOM 16 hex digits: a name a repository cannot plant a link at in
+//! advance), so that a process killed between writing and renaming leaves a file
+//! [`sweep_stale_temporaries`] recognises and removes at the next start, and only such a file.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::EditError;
 use super::plan::{FileSource, FileState, Plan, Versioned};
-use crate::durable;
+use crate::files::{self, Root};
 use crate::workspace::{self, WalkOptions};
+
+/// The largest file an edit reads (and so plans against): past it, the edit is refused
+/// (`too_large`) rather than the file read whole into memory.
+pub const MAX_EDITED_FILE: u64 = 64 << 20;
 
 /// Checks that every file the plan touches is still in the state it was planned against.
 fn verify(source: &dyn FileSource, plan: &Plan) -> Result<(), EditError> {
@@ -51,39 +58,30 @@ pub struct DiskFiles {
     fail_step: Option<usize>,
 }
 
-fn io_error(path: &Path) -> impl FnOnce(io::Error) -> EditError + '_ {
-    move |source| EditError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
 impl FileSource for DiskFiles {
     fn state(&self, path: &Path) -> Result<FileState, EditError> {
-        let full = self.root.join(path);
-        let metadata = match fs::metadata(&full) {
-            Ok(metadata) => metadata,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(FileState::Missing),
-            Err(err) => return Err(io_error(path)(err)),
-        };
-        if metadata.is_dir() {
-            return Ok(FileState::Directory);
-        }
-        let bytes = fs::read(&full).map_err(io_error(path))?;
-        let text = String::from_utf8(bytes).map_err(|_| EditError::NotText {
-            path: path.to_owned(),
-        })?;
-        Ok(FileState::File(Versioned {
-            text,
-            version: None,
-        }))
+        let root = self.open()?;
+        state_in(&root, path)
     }
 }
 
-/// A file written beside its destination, waiting to be renamed into place.
-struct Staged {
-    temp: PathBuf,
-    target: PathBuf,
+/// What `path` holds beneath `root`, read through it.
+fn state_in(root: &Root, path: &Path) -> Result<FileState, EditError> {
+    let stat = match root.stat(path)? {
+        None => return Ok(FileState::Missing),
+        Some(stat) => stat,
+    };
+    if stat.is_dir() {
+        return Ok(FileState::Directory);
+    }
+    let bytes = root.read(path, MAX_EDITED_FILE)?;
+    let text = String::from_utf8(bytes).map_err(|_| EditError::NotText {
+        path: path.to_owned(),
+    })?;
+    Ok(FileState::File(Versioned {
+        text,
+        version: None,
+    }))
 }
 
 impl DiskFiles {
@@ -95,82 +93,73 @@ impl DiskFiles {
         }
     }
 
-    /// Where a file's content lives: a symbolic link's target, so the link stays a link.
-    fn target(&self, path: &Path) -> PathBuf {
-        let full = self.root.join(path);
-        match fs::symlink_metadata(&full) {
-            Ok(m) if m.file_type().is_symlink() => fs::canonicalize(&full).unwrap_or(full),
-            _ => full,
-        }
+    /// The root, opened (each operation opens it again: a handle kept across a session
+    /// would go on naming a folder the user replaced).
+    fn open(&self) -> Result<Root, EditError> {
+        Ok(Root::open(&self.root)?)
     }
 
     /// Applies `plan`: every file or none.
     pub fn apply(&self, plan: &Plan) -> Result<(), EditError> {
         verify(self, plan)?;
+        let root = self.open()?;
         let mut created_dirs = Vec::new();
-        let mut staged: Vec<Option<Staged>> = Vec::new();
-        let staging = (|| {
-            for (n, file) in plan.files.iter().enumerate() {
-                let Some(after) = &file.after else {
-                    staged.push(None);
-                    continue;
-                };
-                let target = self.target(&file.path);
-                let dir = target
-                    .parent()
-                    .expect("a file path has a parent")
-                    .to_owned();
-                create_dirs(&dir, &mut created_dirs).map_err(io_error(&file.path))?;
-                let temp = temporary(&target, &n.to_string());
-                // Pushed first, so a failed write's temporary is cleaned up with the others.
-                staged.push(Some(Staged {
-                    temp: temp.clone(),
-                    target: target.clone(),
-                }));
-                let permissions = fs::metadata(&target).ok().map(|m| m.permissions());
-                durable::write_synced(&temp, after.as_bytes(), permissions)
-                    .map_err(io_error(&file.path))?;
+        let mut staged: Vec<Option<files::Staged<'_>>> = Vec::new();
+        for file in &plan.files {
+            let Some(after) = &file.after else {
+                staged.push(None);
+                continue;
+            };
+            match root.stage_creating(&file.path, after.as_bytes(), None, &mut created_dirs) {
+                Ok(file) => staged.push(Some(file)),
+                Err(err) => {
+                    // Dropping a staged file removes its temporary.
+                    drop(staged);
+                    remove_created(&root, &created_dirs);
+                    return Err(err.into());
+                }
             }
-            Ok(())
-        })();
-        if let Err(err) = staging {
-            cleanup(&staged, &created_dirs);
-            return Err(err);
         }
         let mut done = Vec::new();
-        let mut changed_dirs = BTreeSet::new();
-        for (file, step_staged) in plan.files.iter().zip(&staged) {
-            let target = match step_staged {
-                Some(staged) => staged.target.clone(),
-                None => self.target(&file.path),
-            };
-            let step = match step_staged {
-                _ if self.injected_failure(done.len()) => Err(io::Error::other("injected failure")),
-                Some(staged) => fs::rename(&staged.temp, &target),
-                None => fs::remove_file(&target),
+        let mut removed_from = Vec::new();
+        let mut steps = plan.files.iter().zip(staged);
+        while let Some((file, step_staged)) = steps.next() {
+            let step = if self.injected_failure(done.len()) {
+                drop(step_staged);
+                Err(EditError::Io {
+                    path: file.path.clone(),
+                    source: io::Error::other("injected failure"),
+                })
+            } else {
+                match step_staged {
+                    Some(staged) => staged.commit(),
+                    None => root.remove_file(&file.path).inspect(|_| {
+                        removed_from.push(parent(&file.path).to_owned());
+                    }),
+                }
+                .map_err(EditError::from)
             };
             if let Err(err) = step {
-                self.roll_back(plan, &done);
-                cleanup(&staged, &created_dirs);
-                return Err(io_error(&file.path)(err));
+                drop(steps);
+                self.roll_back(&root, plan, &done);
+                remove_created(&root, &created_dirs);
+                return Err(err);
             }
-            changed_dirs.insert(durable::parent(&target).to_owned());
             done.push(file.path.clone());
         }
-        // The renames and removals (and the folders created) become durable. The edit is
-        // already in place whatever happens here, so a failure is logged, not returned: the
-        // caller must not take an applied edit for one that was not.
-        changed_dirs.extend(
-            created_dirs
-                .iter()
-                .map(|dir| durable::parent(dir).to_owned()),
-        );
-        for dir in changed_dirs {
-            if let Err(err) = durable::sync_dir(&dir) {
+        // A rename syncs its folder as it commits; the removals and the folders created
+        // become durable here. The edit is already in place whatever happens, so a failure is
+        // logged, not returned: the caller must not take an applied edit for one that was not.
+        let mut to_sync: Vec<PathBuf> = removed_from;
+        to_sync.extend(created_dirs.iter().map(|dir| parent(dir).to_owned()));
+        to_sync.sort();
+        to_sync.dedup();
+        for dir in to_sync {
+            if let Err(err) = root.sync_dir(&dir) {
                 tracing::error!(
                     "the edit is applied but {} could not be synced, so it may not survive a \
                      power loss: {err}",
-                    dir.display()
+                    root.join(&dir).display()
                 );
             }
         }
@@ -187,48 +176,52 @@ impl DiskFiles {
         }
     }
 
-    /// Puts back the files already changed, newest first.
-    fn roll_back(&self, plan: &Plan, done: &[PathBuf]) {
+    /// Puts back the files already changed, newest first, through a temporary and a rename
+    /// as the edit itself was written: a crash during a rollback leaves the edited file or
+    /// the original, never half of one.
+    fn roll_back(&self, root: &Root, plan: &Plan, done: &[PathBuf]) {
         for path in done.iter().rev() {
             let Some(file) = plan.files.iter().find(|f| &f.path == path) else {
                 continue;
             };
-            let target = self.target(path);
             let restored = match &file.before {
-                Some(before) => restore(&target, before.text.as_bytes()),
-                None => fs::remove_file(&target),
+                Some(before) => root.write(path, before.text.as_bytes(), None),
+                None => root.remove_file(path),
             };
             if let Err(err) = restored {
-                tracing::error!("could not restore {}: {err}", target.display());
+                tracing::error!("could not restore {}: {err}", root.join(path).display());
             }
         }
     }
 }
 
-/// Puts `text` back at `target` through a temporary file and a rename, as the edit itself
-/// was written: a crash during a rollback leaves the edited file or the original, never half
-/// of one.
-fn restore(target: &Path, text: &[u8]) -> io::Result<()> {
-    let permissions = fs::metadata(target).ok().map(|m| m.permissions());
-    durable::replace(target, &temporary(target, "restore"), text, permissions)
+/// The folder holding the workspace-relative `path` (the root for a bare name).
+fn parent(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new(""))
 }
 
-/// The temporary this process writes beside `target` for `step` (a plan's file index, or
-/// `restore`): `.NAME.wright-PID-STEP.tmp`, the one shape [`temporary_owner`] accepts.
-fn temporary(target: &Path, step: &str) -> PathBuf {
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
-    target.with_file_name(format!(".{name}.wright-{}-{step}.tmp", std::process::id()))
+/// Removes the folders a failed plan created, innermost first (each only if empty again).
+fn remove_created(root: &Root, created_dirs: &[PathBuf]) {
+    for dir in created_dirs.iter().rev() {
+        let _ = root.remove_dir(dir);
+    }
 }
 
-/// The process that wrote `name`, when `name` has exactly the shape of [`temporary`]'s names
-/// (a pid with no sign or leading zero, a step that is a number or `restore`); `None` for any
+/// The process that wrote `name`, when `name` has exactly the shape of an edit temporary's
+/// name: `.NAME.wright-PID-STEP.tmp`, a pid with no sign or leading zero, a step of 16
+/// lowercase hex digits (or, from earlier versions, a number or `restore`); `None` for any
 /// other name, so that no file wright did not write is ever taken for one of its own.
 fn temporary_owner(name: &str) -> Option<u32> {
     let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
-    let (destination, tail) = inner.rsplit_once(".wright-")?;
+    let (destination, tail) = inner.rsplit_once(files::TEMPORARY_MARK)?;
     let (digits, step) = tail.split_once('-')?;
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if destination.is_empty() || !number(digits) || !(number(step) || step == "restore") {
+    let random =
+        |s: &str| s.len() == 16 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if destination.is_empty()
+        || !number(digits)
+        || !(random(step) || number(step) || step == "restore")
+    {
         return None;
     }
     let pid: u32 = digits.parse().ok()?;
@@ -259,7 +252,16 @@ fn process_alive(pid: u32) -> bool {
 /// huge `node_modules` costs nothing) with a glob that selects the temporaries' names: a
 /// `.gitignore` listing `*.tmp` does not hide them, and no other file is even looked at.
 /// Temporaries of live processes (this one, another wright on the same folder) are kept.
+/// Removal goes through the root: an entry that is a link is removed itself, never its
+/// target, and nothing is removed through a linked folder.
 pub fn sweep_stale_temporaries(root: &Path) -> Vec<PathBuf> {
+    let handle = match Root::open(root) {
+        Ok(handle) => handle,
+        Err(err) => {
+            tracing::error!("sweeping edit temporaries: {err}");
+            return Vec::new();
+        }
+    };
     let options = WalkOptions {
         max_file_size: u64::MAX,
         ..WalkOptions::default()
@@ -278,8 +280,9 @@ pub fn sweep_stale_temporaries(root: &Path) -> Vec<PathBuf> {
             .file_name()
             .and_then(|name| temporary_owner(name.to_str()?))
             .is_some_and(|pid| !process_alive(pid));
+        let relative = entry.path.strip_prefix(root).unwrap_or(&entry.path);
         if stale {
-            match fs::remove_file(&entry.path) {
+            match handle.remove_file(relative) {
                 Ok(()) => {
                     tracing::info!(
                         "removed {}, an edit's temporary file left by a process that was stopped",
@@ -301,29 +304,6 @@ pub fn sweep_stale_temporaries(root: &Path) -> Vec<PathBuf> {
     let mut removed = removed.into_inner().unwrap_or_else(|e| e.into_inner());
     removed.sort();
     removed
-}
-
-/// Removes temporaries left behind and the directories the plan created (if empty again).
-fn cleanup(staged: &[Option<Staged>], created_dirs: &[PathBuf]) {
-    for staged in staged.iter().flatten() {
-        let _ = fs::remove_file(&staged.temp);
-    }
-    for dir in created_dirs.iter().rev() {
-        let _ = fs::remove_dir(dir);
-    }
-}
-
-/// Creates `dir` and its missing ancestors, recording each one created (outermost first).
-fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        create_dirs(parent, created)?;
-    }
-    fs::create_dir(dir)?;
-    created.push(dir.to_owned());
-    Ok(())
 }
 
 /// Files held in memory, by relative path: what tests and the benchmark apply plans to.
@@ -376,6 +356,8 @@ impl FileSource for MemoryFiles {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::edit::{Checkpoints, Format, format, plan::plan};
 
@@ -508,15 +490,26 @@ mod tests {
     #[test]
     fn temporaries_are_named_in_the_one_shape_the_sweep_recognises() {
         let own = std::process::id();
-        let staged = temporary(Path::new("/ws/src/lib.rs"), "3");
-        assert_eq!(
-            staged,
-            PathBuf::from(format!("/ws/src/.lib.rs.wright-{own}-3.tmp"))
-        );
-        let name = |path: PathBuf| path.file_name().unwrap().to_str().unwrap().to_owned();
-        assert_eq!(temporary_owner(&name(staged)), Some(own));
-        let restore = temporary(Path::new("/ws/.a.wright-1-2.tmp"), "restore");
-        assert_eq!(temporary_owner(&name(restore)), Some(own));
+        let dir = temp_root("names");
+        fs::create_dir_all(dir.join("src")).unwrap();
+        let root = Root::open(&dir).unwrap();
+        let staged = root.stage(Path::new("src/lib.rs"), b"x", None).unwrap();
+        let names: Vec<String> = fs::read_dir(dir.join("src"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        let prefix = format!(".lib.rs.wright-{own}-");
+        assert!(names[0].starts_with(&prefix), "{names:?}");
+        assert_eq!(temporary_owner(&names[0]), Some(own));
+        drop(staged);
+        // Earlier versions' names are still recognised, so their leftovers are swept.
+        for old in [
+            format!(".lib.rs.wright-{own}-3.tmp"),
+            format!(".a.wright-1-2.tmp.wright-{own}-restore.tmp"),
+        ] {
+            assert_eq!(temporary_owner(&old), Some(own), "{old}");
+        }
         for other in [
             ".lib.rs.wright-12-3.tmp.bak",
             "lib.rs.wright-12-3.tmp",
@@ -526,6 +519,9 @@ mod tests {
             ".lib.rs.wright-12-.tmp",
             ".lib.rs.wright-12-3x.tmp",
             ".lib.rs.wright-12.tmp",
+            ".lib.rs.wright-12-0123456789abcdeg.tmp",
+            ".lib.rs.wright-12-0123456789ABCDEF.tmp",
+            ".lib.rs.wright-12-0123456789abcde.tmp",
             ".lib.rs.wright-0-3.tmp",
             ".lib.rs.wright-4294967295-3.tmp",
             ".lib.rs.wright-99999999999-3.tmp",
@@ -535,6 +531,7 @@ mod tests {
         ] {
             assert_eq!(temporary_owner(other), None, "{other}");
         }
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -554,6 +551,7 @@ mod tests {
             plant(&format!(".lib.rs.wright-{dead}-0.tmp")),
             plant(&format!("src/deep/.main.rs.wright-{dead}-12.tmp")),
             plant(&format!("src/.main.rs.wright-{dead}-restore.tmp")),
+            plant(&format!("src/.main.rs.wright-{dead}-0123456789abcdef.tmp")),
         ];
         let kept = [
             plant(&format!("src/.main.rs.wright-{live}-0.tmp")),
@@ -578,6 +576,115 @@ mod tests {
         }
         assert_eq!(sweep_stale_temporaries(&root), Vec::<PathBuf>::new());
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn links_planted_at_earlier_temporary_names_are_never_followed() {
+        let root = temp_root("planted");
+        let victim = root.with_extension("victim");
+        fs::write(&victim, "the user's file\n").unwrap();
+        fs::write(root.join("f.txt"), "a\n").unwrap();
+        // Earlier versions named an edit's temporaries `.NAME.wright-PID-STEP.tmp`: a
+        // repository shipping links at those names for the likely pids had every edit write
+        // through them.
+        let own = std::process::id();
+        for pid in own.saturating_sub(20)..own + 200 {
+            for step in ["0", "1", "restore"] {
+                let name = format!(".f.txt.wright-{pid}-{step}.tmp");
+                std::os::unix::fs::symlink(&victim, root.join(name)).unwrap();
+            }
+        }
+        let files = DiskFiles::new(&root);
+        let plan = disk_plan(
+            &files,
+            "f.txt\n<<<<<<< SEARCH\na\n=======\nA\n>>>>>>> REPLACE\n",
+        );
+        files.apply(&plan).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "the user's file\n");
+        let meta = fs::symlink_metadata(root.join("f.txt")).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "the edited file stays a regular file"
+        );
+        assert_eq!(fs::read_to_string(root.join("f.txt")).unwrap(), "A\n");
+        // A rollback restores through a fresh temporary too.
+        let failing = DiskFiles {
+            fail_step: Some(1),
+            ..files.clone()
+        };
+        let plan = disk_plan(
+            &failing,
+            "*** Begin Patch\n*** Update File: f.txt\n@@\n-A\n+B\n*** Add File: g.txt\n+g\n*** End Patch\n",
+        );
+        assert!(failing.apply(&plan).is_err());
+        assert_eq!(fs::read_to_string(root.join("f.txt")).unwrap(), "A\n");
+        assert!(fs::symlink_metadata(root.join("f.txt")).unwrap().is_file());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "the user's file\n");
+        fs::remove_dir_all(&root).unwrap();
+        fs::remove_file(&victim).unwrap();
+    }
+
+    #[test]
+    fn links_out_of_the_root_are_refused_and_links_inside_write_their_target() {
+        let root = temp_root("links");
+        let outside = root.with_extension("outside");
+        let _ = fs::remove_dir_all(&outside);
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("bashrc"), "outside\n").unwrap();
+        fs::write(root.join("real.md"), "real\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("bashrc"), root.join("notes.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("linked")).unwrap();
+        std::os::unix::fs::symlink("real.md", root.join("alias.md")).unwrap();
+        let files = DiskFiles::new(&root);
+        let parse = |input: &str| format::parse(input, Format::Auto).unwrap();
+        for input in [
+            "notes.md\n<<<<<<< SEARCH\noutside\n=======\npwned\n>>>>>>> REPLACE\n",
+            "*** Begin Patch\n*** Add File: notes.md\n+pwned\n*** End Patch\n",
+            "*** Begin Patch\n*** Delete File: notes.md\n*** End Patch\n",
+            "*** Begin Patch\n*** Add File: linked/new.txt\n+pwned\n*** End Patch\n",
+        ] {
+            let err = plan(&parse(input), &files).unwrap_err();
+            assert_eq!(err.kind(), "outside", "{input}: {err}");
+            let message = err.to_string();
+            assert!(message.contains("leads outside"), "{message}");
+            assert!(
+                message.contains("notes.md") || message.contains("linked"),
+                "{message}"
+            );
+        }
+        assert_eq!(
+            fs::read_to_string(outside.join("bashrc")).unwrap(),
+            "outside\n"
+        );
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
+        // A link inside: the edit writes its target and keeps the link.
+        let update = disk_plan(
+            &files,
+            "alias.md\n<<<<<<< SEARCH\nreal\n=======\nedited\n>>>>>>> REPLACE\n",
+        );
+        files.apply(&update).unwrap();
+        assert!(
+            fs::symlink_metadata(root.join("alias.md"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("real.md")).unwrap(),
+            "edited\n"
+        );
+        // Deleting the link deletes the link, never its target.
+        let delete = disk_plan(
+            &files,
+            "*** Begin Patch\n*** Delete File: alias.md\n*** End Patch\n",
+        );
+        files.apply(&delete).unwrap();
+        assert!(fs::symlink_metadata(root.join("alias.md")).is_err());
+        assert_eq!(
+            fs::read_to_string(root.join("real.md")).unwrap(),
+            "edited\n"
+        );
+        fs::remove_dir_all(&root).unwrap();
+        fs::remove_dir_all(&outside).unwrap();
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! plan, computed against the after state, so undoing refuses (as `stale`) when a file has
 //! changed since, instead of overwriting someone else's change. Undo runs newest first, which
 //! restores the exact bytes even after several edits to the same file. An editor session's
-//! checkpoints are also kept on disk ([`CheckpointLog`]), so its edits can be undone after the
-//! server restarts.
+//! checkpoints are also kept on disk ([`CheckpointLog`], 0600 in a 0700 folder), so its edits
+//! can be undone after the server restarts. What is read back from disk is checked before it
+//! is applied ([`Checkpoint::validate`]): its paths are clean and relative, each once, and
+//! applying it goes through the same checks as any edit (links out, protected paths).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,30 @@ impl Checkpoint {
                 })
                 .collect(),
         }
+    }
+
+    /// Refuses a checkpoint read back from disk whose paths an edit could not have had: empty,
+    /// absolute, climbing with `..`, not in their clean form, or twice.
+    pub fn validate(&self) -> Result<(), EditError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (path, _, _) in &self.files {
+            let text = path.to_string_lossy();
+            let clean = super::plan::relative_path(&text)?;
+            if &clean != path || text.trim() != text {
+                return Err(EditError::BadPath {
+                    path: text.into_owned(),
+                    reason: "is not a path an edit records; the undo record was not written \
+                             by wright",
+                });
+            }
+            if !seen.insert(clean) {
+                return Err(EditError::BadPath {
+                    path: text.into_owned(),
+                    reason: "is recorded twice; the undo record was not written by wright",
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The plan that undoes this one.
@@ -113,33 +139,46 @@ impl CheckpointLog {
     }
 
     pub fn exists(&self) -> bool {
-        self.path.is_file()
+        std::fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.is_file())
     }
 
-    /// The checkpoints recorded, oldest first; none when there is no log.
+    /// The checkpoints recorded, oldest first; none when there is no log (or it is not one
+    /// wright wrote: a link, another user's file, logged).
     pub fn load(&self) -> Vec<Checkpoint> {
-        let Ok(text) = std::fs::read_to_string(&self.path) else {
+        let Some(bytes) = self.read() else {
             return Vec::new();
         };
-        text.lines()
+        String::from_utf8_lossy(&bytes)
+            .lines()
             .map_while(|line| serde_json::from_str(line).ok())
             .collect()
+    }
+
+    fn read(&self) -> Option<Vec<u8>> {
+        match crate::files::read_private(&self.path, MAX_LOG) {
+            Ok(bytes) => Some(bytes),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => {
+                tracing::warn!(
+                    "the undo checkpoints {} are not read back: {err}",
+                    self.path.display()
+                );
+                None
+            }
+        }
     }
 
     /// How many checkpoints the log holds, without parsing them (what `wright/sessions`
     /// lists): its complete lines, since only the last can have been cut.
     pub fn count(&self) -> usize {
-        std::fs::read(&self.path).map_or(0, |bytes| memchr::memchr_iter(b'\n', &bytes).count())
+        self.read()
+            .map_or(0, |bytes| memchr::memchr_iter(b'\n', &bytes).count())
     }
 
     /// Adds `checkpoint` after the others.
     pub fn append(&self, checkpoint: &Checkpoint) {
         let appended = (|| {
-            std::fs::create_dir_all(crate::durable::parent(&self.path))?;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
+            let mut file = crate::files::append_private(&self.path)?;
             file.write_all(&line(checkpoint))?;
             file.sync_data()
         })();
@@ -157,7 +196,7 @@ impl CheckpointLog {
             }
         } else {
             let bytes: Vec<u8> = checkpoints.iter().flat_map(line).collect();
-            crate::durable::replace_beside(&self.path, &bytes)
+            crate::files::write_private(&self.path, &bytes)
         };
         if let Err(err) = written {
             self.warn(&err);
@@ -172,6 +211,10 @@ impl CheckpointLog {
         );
     }
 }
+
+/// The most a checkpoint log is read back: it holds whole files before and after, so a long
+/// session's is large, but not without end.
+const MAX_LOG: u64 = 1 << 30;
 
 fn line(checkpoint: &Checkpoint) -> Vec<u8> {
     let mut line = serde_json::to_vec(checkpoint).expect("checkpoints serialise");
@@ -201,6 +244,11 @@ mod tests {
         }
         assert_eq!(log.load(), (0..4).map(checkpoint).collect::<Vec<_>>());
         assert_eq!(log.count(), 4);
+        // It holds the user's code: 0600 in a 0700 folder.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.join("sessions/s1.checkpoints")), 0o600);
+        assert_eq!(mode(&dir.join("sessions")), 0o700);
         log.rewrite(&[checkpoint(0)]);
         assert_eq!(log.load(), vec![checkpoint(0)]);
         // A kill in the middle of an append leaves a partial last line.
@@ -213,6 +261,36 @@ mod tests {
         assert_eq!(log.count(), 1);
         log.rewrite(&[]);
         assert!(!log.exists());
+        // A link planted at the log's name is not read through (nor appended to).
+        let victim = dir.join("victim");
+        std::fs::write(&victim, line(&checkpoint(0))).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("sessions/s1.checkpoints")).unwrap();
+        assert!(log.load().is_empty());
+        log.append(&checkpoint(1));
+        assert_eq!(std::fs::read(&victim).unwrap(), line(&checkpoint(0)));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_checkpoint_read_back_names_only_clean_relative_paths_each_once() {
+        let of = |paths: &[&str]| Checkpoint {
+            files: paths
+                .iter()
+                .map(|p| (PathBuf::from(p), Some("a".to_owned()), None))
+                .collect(),
+        };
+        assert!(of(&["src/lib.rs", "README.md"]).validate().is_ok());
+        for bad in [
+            &["../outside"][..],
+            &["/etc/passwd"],
+            &["src/../../x"],
+            &["./src/lib.rs"],
+            &[" src/lib.rs"],
+            &[""],
+            &["a.rs", "a.rs"],
+        ] {
+            let err = of(bad).validate().unwrap_err();
+            assert_eq!(err.kind(), "bad_path", "{bad:?}: {err}");
+        }
     }
 }

@@ -104,6 +104,25 @@ pub enum EditError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The path leads where wright does not read or write: a symbolic link out of the
+    /// workspace, a FIFO or device, a file over the size limit.
+    #[error("{0}")]
+    Files(crate::files::FileError),
+    #[error(
+        "{}: is protected ({reason}); the agent's edits do not change .git, .wright or the \
+         paths in sandbox.protected unless the user allows it in the editor",
+        path.display()
+    )]
+    Protected { path: PathBuf, reason: String },
+}
+
+impl From<crate::files::FileError> for EditError {
+    fn from(err: crate::files::FileError) -> Self {
+        match err {
+            crate::files::FileError::Io { path, source } => Self::Io { path, source },
+            other => Self::Files(other),
+        }
+    }
 }
 
 fn near_miss_text(near_miss: &Option<NearMiss>) -> String {
@@ -133,6 +152,8 @@ impl EditError {
             Self::Stale { .. } => "stale",
             Self::Unconfirmed { .. } => "unconfirmed",
             Self::Io { .. } => "io",
+            Self::Files(err) => err.kind(),
+            Self::Protected { .. } => "protected",
         }
     }
 
@@ -141,6 +162,7 @@ impl EditError {
         match self {
             Self::Parse(_) => None,
             Self::BadPath { path, .. } => Some(PathBuf::from(path)),
+            Self::Files(err) => Some(err.path().to_owned()),
             Self::NotFound { path, .. }
             | Self::Ambiguous { path, .. }
             | Self::Unusable { path, .. }
@@ -150,6 +172,7 @@ impl EditError {
             | Self::Syntax { path, .. }
             | Self::Stale { path }
             | Self::Unconfirmed { path }
+            | Self::Protected { path, .. }
             | Self::Io { path, .. } => Some(path.clone()),
         }
     }

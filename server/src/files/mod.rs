@@ -26,7 +26,10 @@ mod bytecode;
 mod private;
 mod resolve;
 
-pub use private::{append_private, ensure_private_dir, read_private, write_private};
+pub use private::{
+    append_private, create_private, ensure_private_dir, fresh_private_dir, open_private,
+    read_private, write_private,
+};
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -106,6 +109,19 @@ impl FileError {
             Self::NotRegular { .. } => "not_regular",
             Self::TooLarge { .. } => "too_large",
             Self::Io { .. } => "io",
+        }
+    }
+
+    /// The path the operation was given (relative to the root, or as written).
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::Outside { path, .. }
+            | Self::Escapes { path }
+            | Self::Link { path, .. }
+            | Self::Loop { path }
+            | Self::NotRegular { path, .. }
+            | Self::TooLarge { path, .. }
+            | Self::Io { path, .. } => path,
         }
     }
 

@@ -28,11 +28,45 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
             ),
         ));
     }
-    // SAFETY: geteuid cannot fail.
-    if meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o077 != 0 {
+    // A folder someone else made where wright keeps its files could hold what they planted
+    // (an undo record, a journal) and they could read what wright writes there.
+    if meta.uid() != euid() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to another user (uid {}); wright keeps its own files only in \
+                 folders of its user",
+                dir.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
+}
+
+/// A new folder of this process's own in the system temp folder, `PREFIX-UID-RANDOM`, 0700:
+/// made with one `mkdir` under a name nobody could guess, so nobody else made it first. For
+/// what has no folder of the user's to go to (no `HOME`) and need not outlive the process.
+pub fn fresh_private_dir(prefix: &str) -> io::Result<std::path::PathBuf> {
+    let base = std::env::temp_dir();
+    let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+    for _ in 0..16 {
+        let dir = base.join(format!("{prefix}-{}-{:016x}", euid(), super::random_u64()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last = err,
+            Err(err) => return Err(err),
+        }
+    }
+    Err(last)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 fn open(path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
@@ -54,9 +88,21 @@ pub fn append_private(path: &Path) -> io::Result<File> {
     )?))
 }
 
-/// Reads the regular file `path`, at most `limit` bytes; a link, a FIFO or a file owned by
-/// another user is refused (another user could have planted it where wright looks).
-pub fn read_private(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+/// Creates the new file `path` for appending, 0600 (its folder made private first); a file
+/// or link already there makes it fail (`O_EXCL | O_NOFOLLOW`).
+pub fn create_private(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        ensure_private_dir(dir)?;
+    }
+    Ok(File::from(open(
+        path,
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::EXCL,
+    )?))
+}
+
+/// Opens the regular file `path` for reading: a link, a FIFO or a file owned by another
+/// user is refused (another user could have planted it where wright looks).
+pub fn open_private(path: &Path) -> io::Result<File> {
     let file = File::from(open(path, OFlags::RDONLY | OFlags::NONBLOCK)?);
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -65,8 +111,7 @@ pub fn read_private(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    // SAFETY: geteuid cannot fail.
-    if meta.uid() != unsafe { libc::geteuid() } {
+    if meta.uid() != euid() {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
@@ -75,6 +120,13 @@ pub fn read_private(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
             ),
         ));
     }
+    Ok(file)
+}
+
+/// Reads the regular file `path`, at most `limit` bytes, as [`open_private`] opens it.
+pub fn read_private(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open_private(path)?;
+    let meta = file.metadata()?;
     if meta.len() > limit {
         return Err(io::Error::new(
             io::ErrorKind::FileTooLarge,

@@ -346,6 +346,76 @@ fn private_files_are_0600_in_0700_folders_and_never_through_a_link() {
 }
 
 #[test]
+fn private_files_are_created_exclusively_and_read_back_only_when_ours() {
+    // SAFETY: umask(2) only sets the process's mask; 0o022 is the usual one.
+    unsafe { libc::umask(0o022) };
+    let s = Scratch::new("private-new");
+    let dir = s.dir.join("data/wright/sessions/key");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let journal = dir.join("s1.jsonl");
+    std::io::Write::write_all(&mut create_private(&journal).unwrap(), b"line\n").unwrap();
+    assert_eq!(mode(&journal), 0o600);
+    for folder in [
+        "data",
+        "data/wright",
+        "data/wright/sessions",
+        "data/wright/sessions/key",
+    ] {
+        assert_eq!(mode(&s.dir.join(folder)), 0o700, "{folder}");
+    }
+    // A second create of the same name fails, and a link there is never followed.
+    assert!(create_private(&journal).is_err());
+    symlink(s.outside().join("secret"), dir.join("s2.jsonl")).unwrap();
+    assert!(create_private(&dir.join("s2.jsonl")).is_err());
+    assert!(open_private(&dir.join("s2.jsonl")).is_err());
+    assert_eq!(
+        std::fs::read_to_string(s.outside().join("secret")).unwrap(),
+        "outside secret\n"
+    );
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut open_private(&journal).unwrap(), &mut text).unwrap();
+    assert_eq!(text, "line\n");
+    // A folder wright keeps its files in must be a real one.
+    let linked = s.dir.join("linked-data");
+    symlink(s.outside(), &linked).unwrap();
+    assert!(ensure_private_dir(&linked).is_err());
+
+    // A fresh folder of the process's own: new, 0700, under a name nobody could guess.
+    let fresh = fresh_private_dir("wright-files-test").unwrap();
+    let other = fresh_private_dir("wright-files-test").unwrap();
+    assert_ne!(fresh, other);
+    assert_eq!(mode(&fresh), 0o700);
+    std::fs::remove_dir(&fresh).unwrap();
+    std::fs::remove_dir(&other).unwrap();
+}
+
+#[test]
+fn a_folder_or_file_of_another_user_is_refused() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        // Only root can make a file another user's; as any other user the check is the
+        // same code, exercised by the root run.
+        return;
+    }
+    let s = Scratch::new("private-owner");
+    let dir = s.dir.join("planted");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("record.json"), "{}").unwrap();
+    let chown = |path: &Path| {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid path; 65534 is nobody.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    };
+    chown(&dir.join("record.json"));
+    let err = read_private(&dir.join("record.json"), 100).unwrap_err();
+    assert!(err.to_string().contains("another user"), "{err}");
+    chown(&dir);
+    let err = ensure_private_dir(&dir).unwrap_err();
+    assert!(err.to_string().contains("another user"), "{err}");
+    assert!(write_private(&dir.join("new.json"), b"{}").is_err());
+}
+
+#[test]
 fn writing_a_python_file_drops_its_bytecode_and_no_other() {
     let s = Scratch::new("bytecode");
     let cache = s.ws().join("src/__pycache__");

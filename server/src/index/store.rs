@@ -111,6 +111,12 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
 /// created anew, with the reason.
 pub fn open_or_create(dir: &Path, root: &Path) -> Result<(Index, Manifest, Opened), IndexError> {
     let opened = if dir.exists() {
+        // Made 0755 by earlier versions: narrowed (and refused if another user's).
+        crate::files::ensure_private_dir(dir).map_err(io_err(dir))?;
+        let tantivy_dir = dir.join("tantivy");
+        if tantivy_dir.is_dir() {
+            crate::files::ensure_private_dir(&tantivy_dir).map_err(io_err(&tantivy_dir))?;
+        }
         match open_existing(dir, root) {
             Ok((index, manifest)) => return Ok((index, manifest, Opened::Existing)),
             Err(reason) => {
@@ -123,7 +129,9 @@ pub fn open_or_create(dir: &Path, root: &Path) -> Result<(Index, Manifest, Opene
         Opened::Created
     };
     let tantivy_dir = dir.join("tantivy");
-    std::fs::create_dir_all(&tantivy_dir).map_err(io_err(dir))?;
+    // The index holds the workspace's code: its folders are 0700 (tantivy makes its own
+    // files with the umask's mode, which the folder's mode makes unreachable to others).
+    crate::files::ensure_private_dir(&tantivy_dir).map_err(io_err(dir))?;
     let directory = MmapDirectory::open(&tantivy_dir).map_err(|err| IndexError::Io {
         path: tantivy_dir.clone(),
         source: std::io::Error::other(err.to_string()),
@@ -194,8 +202,12 @@ pub(super) fn register_tokenizer(index: &Index) {
         .register(IDENTIFIER_TOKENIZER, IdentifierTokenizer);
 }
 
+/// The most a manifest (one record per indexed file) or list is read back.
+const MAX_JSON: u64 = 1 << 30;
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
-    let text = std::fs::read(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let text = crate::files::read_private(path, MAX_JSON)
+        .map_err(|err| format!("{}: {err}", path.display()))?;
     serde_json::from_slice(&text).map_err(|err| format!("{}: {err}", path.display()))
 }
 
@@ -216,12 +228,49 @@ pub fn write_stale(dir: &Path, stale: &BTreeSet<String>) -> Result<(), IndexErro
     write_json(&dir.join(STALE), stale)
 }
 
-/// Writes through a synced temporary file and a rename (`durable`), so a crash or a power
-/// loss leaves the old file or the new.
+/// Writes through a synced temporary file and a rename, so a crash or a power loss leaves
+/// the old file or the new; 0600 in a 0700 folder (`files::private`).
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), IndexError> {
     let bytes = serde_json::to_vec(value).map_err(|err| IndexError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(err),
     })?;
-    crate::durable::replace_beside(path, &bytes).map_err(io_err(path))
+    crate::files::write_private(path, &bytes).map_err(io_err(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn the_index_folders_are_0700_and_its_json_files_0600() {
+        // SAFETY: umask(2) only sets the process's mask; 0o022 is the usual one.
+        unsafe { libc::umask(0o022) };
+        let base = std::env::temp_dir().join(format!("wright-store-modes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let dir = index_dir(&base.join("cache"), &root);
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let (index, _, _) = open_or_create(&dir, &root).unwrap();
+        drop(index);
+        for folder in [dir.clone(), dir.join("tantivy"), base.join("cache/index")] {
+            assert_eq!(mode(&folder), 0o700, "{}", folder.display());
+        }
+        for file in ["meta.json", "manifest.json"] {
+            assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
+        }
+        // An index an earlier version made 0755 is narrowed when opened.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(dir.join("tantivy"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let (index, _, opened) = open_or_create(&dir, &root).unwrap();
+        drop(index);
+        assert!(matches!(opened, Opened::Existing), "{opened:?}");
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("tantivy")), 0o700);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }

@@ -53,6 +53,38 @@ fn process_env(var: &str) -> Option<String> {
     std::env::var(var).ok()
 }
 
+/// wright's own folder, or the request's refusal saying why there is none.
+fn own_dir(dir: Result<PathBuf, config::NoPrivateDir>) -> RpcResult<PathBuf> {
+    dir.map_err(|err| RpcError {
+        code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32002),
+        message: err.to_string().into(),
+        data: None,
+    })
+}
+
+/// The cache folder the indexes use: the user's, or (no `HOME`) a fresh one of this process,
+/// never a shared one.
+fn index_cache_dir() -> PathBuf {
+    match config::cache_dir(&process_env) {
+        Ok(dir) => dir,
+        Err(err) => match crate::files::fresh_private_dir("wright-cache") {
+            Ok(dir) => {
+                tracing::error!(
+                    "{err}; the index is kept in {} for this process only",
+                    dir.display()
+                );
+                dir
+            }
+            Err(fresh) => {
+                tracing::error!(
+                    "{err}; no private folder could be made for the index either ({fresh}), so it is not kept"
+                );
+                PathBuf::from("/nonexistent/wright-cache")
+            }
+        },
+    }
+}
+
 /// Runs `work` (which waits on the editor, through `workspace/applyEdit`) on a blocking thread
 /// while the transport carries the editor's answers; its refusal is error -32003.
 async fn on_blocking_thread<T: Send + 'static>(
@@ -87,7 +119,7 @@ impl Backend {
         let layers = Layers::load(config::user_file(&process_env), &roots, &process_env);
         let buffers = Arc::new(Mutex::new(Buffers::default()));
         Self {
-            indexes: Indexes::start(Arc::clone(&buffers), config::cache_dir(&process_env)),
+            indexes: Indexes::start(Arc::clone(&buffers), index_cache_dir()),
             client,
             options,
             buffers,
@@ -424,6 +456,8 @@ impl Backend {
         if params.task.trim().is_empty() && params.session_id.is_none() {
             return Err(RpcError::invalid_params("the task is empty"));
         }
+        let data_dir = own_dir(config::data_dir(&process_env))?;
+        let cache_dir = own_dir(config::cache_dir(&process_env))?;
         let uri =
             match &params.text_document {
                 Some(document) => Some(document.uri.parse::<lsp::Uri>().map_err(|_| {
@@ -496,9 +530,9 @@ impl Backend {
                 .and_then(|caps| caps.window.as_ref())
                 .and_then(|window| window.work_done_progress)
                 == Some(true),
-            data_dir: config::data_dir(&process_env),
+            data_dir,
             review,
-            cache_dir: config::cache_dir(&process_env),
+            cache_dir,
             approval_requests: capabilities
                 .and_then(|caps| caps.experimental.as_ref())
                 .and_then(|experimental| experimental.get("wrightRequestApproval"))
@@ -536,7 +570,10 @@ impl Backend {
     pub async fn sessions(&self) -> RpcResult<proto::SessionsResult> {
         let roots = lock(&self.workspace).roots.clone();
         Ok(proto::SessionsResult {
-            sessions: self.agents.list(&config::data_dir(&process_env), &roots),
+            sessions: match config::data_dir(&process_env) {
+                Ok(data_dir) => self.agents.list(&data_dir, &roots),
+                Err(_) => Vec::new(),
+            },
         })
     }
 
@@ -569,7 +606,7 @@ impl Backend {
             client: self.client.clone(),
             buffers: Arc::clone(&self.buffers),
             edit_capabilities: EditCapabilities::of_client(self.capabilities()),
-            data_dir: config::data_dir(&process_env),
+            data_dir: own_dir(config::data_dir(&process_env))?,
             roots: lock(&self.workspace).roots.clone(),
         };
         on_blocking_thread("undo", move || {

@@ -75,7 +75,11 @@ pub fn run(
     let outcome = loop {
         attempts -= 1;
         let snapshot = if options.snapshot {
-            match backend.snapshot(fresh_snapshot_dir(&snapshot_base(env)), root) {
+            let base = match snapshot_base(env) {
+                Ok(base) => base,
+                Err(err) => return refuse(err.to_string()),
+            };
+            match backend.snapshot(fresh_snapshot_dir(&base), root) {
                 Ok(snapshot) => Some(Arc::new(Mutex::new(snapshot))),
                 Err(err) => {
                     return refuse(format!(

@@ -652,8 +652,10 @@ impl Drop for PrivateTmp {
 }
 
 /// Where throw-away snapshots go: beside the user's cache, never inside a workspace.
-pub(crate) fn snapshot_base(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    crate::config::cache_dir(env).join("sandbox")
+pub(crate) fn snapshot_base(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PathBuf, crate::config::NoPrivateDir> {
+    Ok(crate::config::cache_dir(env)?.join("sandbox"))
 }
 
 /// A fresh, uniquely named snapshot folder path under `base`.

@@ -48,8 +48,8 @@ pub fn hidden_paths(env: &dyn Fn(&str) -> Option<String>, deny_read: &[PathBuf])
     {
         hidden.push(config);
     }
-    hidden.push(crate::config::data_dir(env));
-    hidden.push(crate::config::cache_dir(env));
+    hidden.extend(crate::config::data_dir(env));
+    hidden.extend(crate::config::cache_dir(env));
     // The runtime folders hold the session's sockets (D-Bus, systemd, gpg-agent, the
     // desktop's): none is a command's to use.
     hidden.push(PathBuf::from("/run/user"));

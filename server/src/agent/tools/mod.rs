@@ -20,7 +20,7 @@ use serde_json::{Map, Value as Json, json};
 
 pub use commands::{CommandOutput, CommandRunner};
 pub use plan::{PlanStep, StepStatus};
-pub use write::EditTarget;
+pub use write::{EditTarget, Protection, check_inside};
 
 use crate::agent::Cancel;
 use crate::compaction::ArtifactStore;
@@ -534,3 +534,5 @@ fn workspace_path(context: &ToolContext, path: &str) -> Result<PathBuf, Failure>
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;

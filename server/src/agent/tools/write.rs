@@ -1,14 +1,160 @@
 //! `edit`, `multi_edit`, `apply_patch` and `write_file`: every change goes through the edit
 //! engine (the matching ladder: exactly one place or a refusal that says why), the syntax
-//! gate, and the session's [`EditTarget`], all files or none.
+//! gate, the workspace's file policy (no path whose links lead out of it; `.git`, `.wright`
+//! and `sandbox.protected` only with the user's leave, [`Protection`]), and the session's
+//! [`EditTarget`], all files or none.
 
 use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
 use super::{Args, Failure, ToolContext, ToolOutput, ToolResult, workspace_path};
+use crate::agent::sandboxed::{Approver, Decision};
+use crate::config::ALWAYS_PROTECTED;
 use crate::edit::gate::introduced_errors;
 use crate::edit::{self, EditError, FileSource, Format, GateMode, Plan};
+use crate::files::Root;
+
+/// The workspace paths the agent's edits may not change on their own (DESIGN.md, "Sandbox
+/// and file-access policy"): `.git` (any folder of that name: git runs what its
+/// configuration and hooks name, outside the sandbox), `.wright` (this workspace's wright
+/// configuration) and `sandbox.protected`. Without an approver (headless) such an edit is
+/// refused; in the editor the user is asked (`wright/requestApproval` kind `protected`).
+pub struct Protection {
+    /// Workspace-relative, clean.
+    paths: Vec<PathBuf>,
+    approver: Option<Arc<dyn Approver>>,
+    /// The protected paths the user allowed for the rest of the session.
+    allowed: Mutex<Vec<PathBuf>>,
+}
+
+impl Default for Protection {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
+
+impl Protection {
+    /// [`ALWAYS_PROTECTED`] and `paths` (the configuration's `sandbox.protected`, as
+    /// `SandboxSettings::protected` holds them).
+    pub fn new(paths: Vec<PathBuf>) -> Self {
+        let mut all: Vec<PathBuf> = ALWAYS_PROTECTED.iter().map(PathBuf::from).collect();
+        for path in paths {
+            let clean: PathBuf = path
+                .components()
+                .filter(|c| matches!(c, Component::Normal(_)))
+                .collect();
+            if !clean.as_os_str().is_empty() && !all.contains(&clean) {
+                all.push(clean);
+            }
+        }
+        Self {
+            paths: all,
+            approver: None,
+            allowed: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The configuration's protected paths.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self::new(crate::sandbox::policy::settings(config).protected)
+    }
+
+    /// Asks `approver` (the user, in the editor) before refusing.
+    pub fn asking(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The protected path that covers the workspace-relative `path`, as written or where its
+    /// links lead beneath `root`, and why it is protected.
+    pub fn covering(&self, root: Option<&Root>, path: &Path) -> Option<(PathBuf, &'static str)> {
+        let judge = |path: &Path| -> Option<(PathBuf, &'static str)> {
+            let mut prefix = PathBuf::new();
+            for component in path.components() {
+                prefix.push(component);
+                if component.as_os_str() == ".git" {
+                    return Some((
+                        prefix,
+                        "git runs what its configuration and hooks there name, outside the \
+                         sandbox",
+                    ));
+                }
+            }
+            self.paths
+                .iter()
+                .find(|protected| path.starts_with(protected))
+                .map(|protected| {
+                    let why = if protected == Path::new(".wright") {
+                        "it holds this workspace's wright configuration"
+                    } else {
+                        "it is listed in sandbox.protected"
+                    };
+                    (protected.clone(), why)
+                })
+        };
+        judge(path).or_else(|| {
+            let resolved = root?.resolved(path).ok()?;
+            judge(&resolved)
+        })
+    }
+
+    /// `Ok` when none of `paths` is protected, or the user allowed each that is;
+    /// [`EditError::Protected`] naming the first that is not.
+    pub fn check<'a>(
+        &self,
+        root: Option<&Root>,
+        paths: impl IntoIterator<Item = &'a Path>,
+    ) -> Result<(), EditError> {
+        for path in paths {
+            let Some((protected, why)) = self.covering(root, path) else {
+                continue;
+            };
+            let refused = |reason: String| EditError::Protected {
+                path: path.to_owned(),
+                reason,
+            };
+            let allowed = self.allowed.lock().unwrap_or_else(|e| e.into_inner());
+            if allowed.contains(&protected) {
+                continue;
+            }
+            drop(allowed);
+            let reason = format!("{} is protected: {why}", protected.display());
+            let Some(approver) = &self.approver else {
+                return Err(refused(why.to_owned()));
+            };
+            let command = format!("edit {}", path.display());
+            match approver.ask("protected", &command, &reason) {
+                Decision::Allow => {}
+                Decision::AllowAlways => self
+                    .allowed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(protected),
+                Decision::Deny => {
+                    return Err(refused(format!("{why}; the user did not allow it")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a plan that reaches through a symbolic link out of the workspace (or, in a root
+/// that cannot be opened, any plan): what the editor would otherwise write through, since it
+/// follows links in the buffers it saves.
+pub fn check_inside(root: &Root, plan: &Plan) -> Result<(), EditError> {
+    for file in &plan.files {
+        match root.resolved(&file.path) {
+            Ok(_) => {}
+            Err(err) if err.is_not_found() => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
+}
 
 /// Where a session's edits land: the files on disk (headless), or the editor's buffers.
 pub trait EditTarget: Send + Sync {
@@ -24,6 +170,9 @@ pub trait EditTarget: Send + Sync {
     fn gate(&self) -> GateMode {
         GateMode::Report
     }
+
+    /// Which paths the agent's edits may change only with the user's leave, and who is asked.
+    fn protection(&self) -> &Protection;
 }
 
 pub(super) fn edit(context: &ToolContext, args: &Args) -> ToolResult {
@@ -92,6 +241,15 @@ fn land(context: &ToolContext, ops: &[edit::FileOp]) -> ToolResult {
             "nothing changed: the new text equals the old",
         ));
     }
+    let root = Root::open(&context.root).map_err(|err| refused(err.into()))?;
+    check_inside(&root, &plan).map_err(refused)?;
+    target
+        .protection()
+        .check(
+            Some(&root),
+            plan.files.iter().map(|file| file.path.as_path()),
+        )
+        .map_err(refused)?;
     let syntax = match target.gate() {
         GateMode::Off => Vec::new(),
         _ => introduced_errors(&plan),

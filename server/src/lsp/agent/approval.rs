@@ -1,4 +1,5 @@
-//! Approvals through the editor, for a command that needs more than the sandbox allows.
+//! Approvals through the editor, for a command that needs more than the sandbox allows, or an
+//! edit of a protected path (`.git`, `.wright`, `sandbox.protected`: kind `protected`).
 
 use std::collections::HashMap;
 
@@ -49,11 +50,19 @@ impl Approver for EditorApprover {
                     properties: HashMap::new(),
                 })
                 .to_vec();
-            let message = format!(
-                "wright: `{}` needs more than the sandbox allows: {}. Allow it?",
-                params.command.unwrap_or_default(),
-                params.reason
-            );
+            let message = if params.kind == "protected" {
+                format!(
+                    "wright: the agent asks to {}: {}. Allow it?",
+                    params.command.unwrap_or_default(),
+                    params.reason
+                )
+            } else {
+                format!(
+                    "wright: `{}` needs more than the sandbox allows: {}. Allow it?",
+                    params.command.unwrap_or_default(),
+                    params.reason
+                )
+            };
             let chosen = client
                 .show_message_request(lsp::MessageType::WARNING, message, Some(actions))
                 .await

@@ -184,6 +184,15 @@ impl Agents {
             Some(id) => id.to_owned(),
             None => agent::journal::new_session_id("s"),
         };
+        // One approver for the session: commands that need more than the sandbox allows and
+        // edits of protected paths ask the user through it.
+        let approver: Arc<dyn agent::sandboxed::Approver> = Arc::new(EditorApprover {
+            client: start.client.clone(),
+            runtime: tokio::runtime::Handle::current(),
+            session: id.clone(),
+            custom_request: start.approval_requests,
+            tool_events: tool_events.clone(),
+        });
         let target = EditorTarget::new(
             start.client.clone(),
             Arc::clone(&start.buffers),
@@ -192,6 +201,9 @@ impl Agents {
             start.edit_capabilities,
             tool_events.clone(),
         )
+        .protecting(
+            agent::tools::Protection::from_config(&start.config).asking(Arc::clone(&approver)),
+        )
         .recording(checkpoint_log(&start.data_dir, &start.root, &id));
         let target = Arc::new(if start.review {
             target.reviewing()
@@ -199,7 +211,7 @@ impl Agents {
             target
         });
         let cancel = Cancel::new();
-        let sandbox = session_sandbox(&start, &id, &target, tool_events);
+        let sandbox = session_sandbox(&start, &id, &target, approver);
         let tools = Arc::new(ToolContext {
             root: start.root.clone(),
             overlay: target.overlay(),
@@ -521,7 +533,7 @@ fn session_sandbox(
     start: &Start,
     session: &str,
     target: &Arc<EditorTarget>,
-    tool_events: agent::ToolEvents,
+    approver: Arc<dyn agent::sandboxed::Approver>,
 ) -> Option<(
     Arc<SandboxRunner>,
     (Arc<crate::sandbox::Pool>, crate::sandbox::SharedSnapshot),
@@ -541,13 +553,7 @@ fn session_sandbox(
         .requiring_approval(agent::sandboxed::approval_patterns(&start.config))
         .with_settings(crate::sandbox::policy::settings(&start.config))
         .with_network(agent::sandboxed::NetworkPolicy::from_config(&start.config))
-        .with_approver(Arc::new(EditorApprover {
-            client: start.client.clone(),
-            runtime: tokio::runtime::Handle::current(),
-            session: session.to_owned(),
-            custom_request: start.approval_requests,
-            tool_events,
-        }));
+        .with_approver(approver);
     Some((Arc::new(runner), (pool, snapshot)))
 }
 /// What `window/showMessage` says of a finished session: its status, files and last words.

@@ -14,7 +14,7 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types as lsp;
 
 use super::super::convert;
-use crate::agent::tools::EditTarget;
+use crate::agent::tools::{EditTarget, Protection, check_inside};
 use crate::agent::{ToolEvent, ToolEvents};
 use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
 use crate::edit::plan::replacement;
@@ -135,6 +135,8 @@ pub struct EditorTarget {
     review: Option<Pending>,
     /// Where the session hears of edits applied, refused and proposed.
     tool_events: ToolEvents,
+    /// `.git`, `.wright`, `sandbox.protected`: written only once the user allowed it.
+    protection: Protection,
 }
 
 impl EditorTarget {
@@ -158,7 +160,14 @@ impl EditorTarget {
             log: None,
             review: None,
             tool_events,
+            protection: Protection::default(),
         }
+    }
+
+    /// Edits of the paths `protection` covers wait for the user's leave (or are refused).
+    pub fn protecting(mut self, protection: Protection) -> Self {
+        self.protection = protection;
+        self
     }
 
     /// Keeps the applied edits in `log` too, starting from those it holds (a resumed
@@ -355,6 +364,14 @@ impl EditorTarget {
             .clone();
         let mut files = Vec::new();
         for checkpoint in applied.iter().skip(keep).rev() {
+            // Read back from disk: only what an edit could have recorded, and a protected
+            // path only with the user's leave again.
+            checkpoint.validate()?;
+            let root = crate::files::Root::open(&self.root)?;
+            self.protection.check(
+                Some(&root),
+                checkpoint.files.iter().map(|(path, _, _)| path.as_path()),
+            )?;
             self.apply_unrecorded(&checkpoint.inverse())?;
             let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
             applied.pop();
@@ -376,6 +393,9 @@ impl EditorTarget {
     /// when the client takes what they need — and confirms it; what the client cannot take
     /// goes to the disk.
     fn apply_unrecorded(&self, plan: &Plan) -> Result<(), EditError> {
+        // The editor follows links in what it saves: a path leading out is refused here,
+        // whether the buffer is open or not.
+        check_inside(&crate::files::Root::open(&self.root)?, plan)?;
         let mut open = Vec::new();
         let mut unopened = Vec::new();
         for file in &plan.files {
@@ -726,5 +746,9 @@ impl EditTarget for EditorTarget {
 
     fn gate(&self) -> GateMode {
         self.gate
+    }
+
+    fn protection(&self) -> &Protection {
+        &self.protection
     }
 }
