@@ -17,8 +17,8 @@ use crate::edit::gate::introduced_errors;
 use crate::edit::{self, EditError, FileSource, Format, GateMode, Plan};
 use crate::files::Root;
 
-/// The workspace paths the agent's edits may not change on their own (DESIGN.md, "Sandbox
-/// and file-access policy"): `.git` (any folder of that name: git runs what its
+/// The workspace paths the agent's edits may not change on their own (`docs/security.md`,
+/// "What the server itself writes"): `.git` (any folder of that name: git runs what its
 /// configuration and hooks name, outside the sandbox), `.wright` (this workspace's wright
 /// configuration) and `sandbox.protected`. Without an approver (headless) such an edit is
 /// refused; in the editor the user is asked (`wright/requestApproval` kind `protected`).
