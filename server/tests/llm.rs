@@ -616,24 +616,37 @@ async fn a_provider_that_never_answers_is_reported_after_the_attempts() {
 }
 
 #[tokio::test]
-async fn an_error_event_before_output_is_retried_and_after_output_reported() {
+async fn an_error_event_is_retried_before_output_and_restarts_the_answer_after() {
     let start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n";
     let overloaded = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
     let text = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"partial\"}}\n\n";
+    let partial_then_overloaded = || Reply::sse(vec![start.into(), text.into(), overloaded.into()]);
     let provider = ScriptedProvider::start();
     provider.push(Reply::sse(vec![start.into(), overloaded.into()]));
     provider.push(Reply::stream(Dialect::Anthropic, &Turn::text(&["fine"])));
-    provider.push(Reply::sse(vec![
-        start.into(),
-        text.into(),
-        overloaded.into(),
-    ]));
     let model = client(Dialect::Anthropic, &provider, settings());
     let (events, error) = run(model.as_ref(), &request()).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(text_of(&events), "fine");
+    assert!(!events.iter().any(|e| matches!(e, Event::Restarted { .. })));
+
+    // After part of the answer: the answer restarts, and the next attempt is whole.
+    provider.push(partial_then_overloaded());
+    provider.push(Reply::stream(Dialect::Anthropic, &Turn::text(&["whole"])));
     let (events, error) = run(model.as_ref(), &request()).await;
-    assert_eq!(text_of(&events), "partial");
+    assert!(error.is_none(), "{error:?}");
+    let restart = events
+        .iter()
+        .position(|e| matches!(e, Event::Restarted { .. }))
+        .expect("restarted");
+    assert_eq!(text_of(&events[..restart]), "partial");
+    assert_eq!(text_of(&events[restart + 1..]), "whole");
+
+    // Overloaded on every attempt: the provider's error, once the attempts are spent.
+    for _ in 0..3 {
+        provider.push(partial_then_overloaded());
+    }
+    let (_, error) = run(model.as_ref(), &request()).await;
     let error = error.expect("an error");
     assert!(
         matches!(error.kind, ErrorKind::InStream { .. }),
