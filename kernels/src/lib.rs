@@ -90,6 +90,7 @@ macro_rules! vectorised {
                 match $crate::vector_width() {
                     // SAFETY: `vector_width` checked the CPU has these features.
                     $crate::Width::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: likewise.
                     $crate::Width::Avx2 => return unsafe { avx2($($arg),*) },
                     $crate::Width::Portable => {}
                 }

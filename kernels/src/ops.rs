@@ -286,6 +286,7 @@ struct Task<'a> {
 /// `out` must hold `query.at + head_dim` values, and no other live reference may reach these
 /// (each query belongs to one task).
 unsafe fn output<'a>(out: *mut f32, query: Query, head_dim: usize) -> &'a mut [f32] {
+    // SAFETY: this function's contract: the values are in `out`, and only this slice reaches them.
     unsafe { std::slice::from_raw_parts_mut(out.add(query.at), head_dim) }
 }
 
@@ -304,7 +305,9 @@ unsafe fn attend_queries<const Q: usize>(width: Width, task: Task<'_>) {
         #[cfg(target_arch = "x86_64")]
         Width::Avx512 => unsafe { x86::attend::<Q>(task) },
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: likewise; and `task`'s queries meet `output`'s contract (this function's).
         Width::Avx2 => unsafe { attend_avx2(task) },
+        // SAFETY: `task`'s queries meet `output`'s contract (this function's).
         _ => unsafe { attend_one_by_one(task) },
     }
 }
@@ -312,6 +315,7 @@ unsafe fn attend_queries<const Q: usize>(width: Width, task: Task<'_>) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_avx2(task: Task<'_>) {
+    // SAFETY: the caller keeps `output`'s contract for `task`, as `attend_one_by_one` asks.
     unsafe { attend_one_by_one(task) }
 }
 
@@ -481,6 +485,7 @@ mod x86 {
                 // SAFETY: `start + SPAN ≤ capacity` (asserted above), so the span is in `keys`.
                 let at = unsafe { keys.as_ptr().add(d * capacity + start) };
                 let k: [__m512; SPAN / LANES] =
+                    // SAFETY: `c · LANES < SPAN`: within the span just checked.
                     std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
                 for (query, acc) in queries.iter().zip(&mut acc) {
                     let q = _mm512_set1_ps(q[query.at + d]);
@@ -517,6 +522,7 @@ mod x86 {
                         // `values`.
                         let at = unsafe { values.as_ptr().add(p * hd + start) };
                         let v: [__m512; DIMS / LANES] =
+                            // SAFETY: `c · LANES < DIMS`: within the row just checked.
                             std::array::from_fn(|c| unsafe { _mm512_loadu_ps(at.add(c * LANES)) });
                         for (i, (query, acc)) in queries.iter().zip(&mut acc).enumerate() {
                             if $attends(query) {

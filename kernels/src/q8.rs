@@ -382,6 +382,7 @@ fn panel_product<const G: usize, const R: usize>(
         // the CPU has the features these functions are compiled for.
         Isa::Avx512Vnni => unsafe { x86::panel_vnni::<G, R>(panel, &rows, out) },
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: likewise.
         Isa::Avx2 => unsafe { x86::panel_avx2::<G, R>(panel, &rows, out) },
         _ => panel_portable::<G, R>(panel, &rows, out),
     }
@@ -419,7 +420,10 @@ fn panel_portable<const G: usize, const R: usize>(
 // The kernels index several arrays by the same register position (group, row, half); a
 // counted loop says that more plainly than zipped iterators.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::needless_range_loop)]
+#[allow(
+    clippy::needless_range_loop,
+    reason = "several arrays are indexed by the same register position"
+)]
 mod x86 {
     use std::arch::x86_64::*;
 
@@ -445,12 +449,14 @@ mod x86 {
             for quad in 0..QUADS {
                 // SAFETY (loads below): a quad of a tile is 64 in-bounds bytes; an activation
                 // row has `blocks · 32` bytes, and `block · 32 + quad · 4 + 4` is within it.
+                // SAFETY: see above.
                 let weights: [__m512i; G] = std::array::from_fn(|g| unsafe {
                     _mm512_loadu_si512(
                         panel.tile(g, block).quants.as_ptr().add(quad * TILE * 4) as *const _
                     )
                 });
                 for r in 0..R {
+                    // SAFETY: see above (the activation row).
                     let x = _mm512_set1_epi32(unsafe {
                         std::ptr::read_unaligned(
                             rows[r].offset.as_ptr().add(block * BLOCK + quad * 4) as *const i32,

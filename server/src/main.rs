@@ -41,21 +41,25 @@ mod tree_sitter_allocator {
     }
 
     unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+        // SAFETY: mimalloc's malloc takes any size.
         non_null(unsafe { mi_malloc(size) }, size)
     }
 
     unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         non_null(
+            // SAFETY: mimalloc's calloc takes any count and size (it checks the product).
             unsafe { mi_calloc(count, size) },
             count.saturating_mul(size),
         )
     }
 
     unsafe extern "C" fn realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: tree-sitter passes a pointer this allocator returned (or null), as realloc asks.
         non_null(unsafe { mi_realloc(pointer, size) }, size)
     }
 
     unsafe extern "C" fn free(pointer: *mut c_void) {
+        // SAFETY: tree-sitter frees only what this allocator returned (or null).
         unsafe { mi_free(pointer) }
     }
 

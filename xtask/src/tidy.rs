@@ -103,8 +103,20 @@ fn check(root: &Path) -> Vec<String> {
                 "{relative}: must start with a `//!` doc saying what it owns"
             ));
         }
-        for (number, line) in text.lines().enumerate() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (number, line) in lines.iter().enumerate() {
             let code = line.split("//").next().unwrap_or("");
+            if is_allow_attribute(code) {
+                // The attribute may span a few lines; its reason is inside it.
+                let attribute = lines[number..(number + 4).min(lines.len())].join(" ");
+                if !attribute.contains(&["reason", " = "].concat()) {
+                    violations.push(format!(
+                        "{relative}:{}: an `allow` without a `reason = \"…\"`: say why the lint \
+                         does not apply here",
+                        number + 1
+                    ));
+                }
+            }
             for boundary in BOUNDARIES {
                 let pattern = boundary.pattern.concat();
                 if relative.starts_with("server/src/")
@@ -130,6 +142,15 @@ fn check(root: &Path) -> Vec<String> {
     violations.extend(check_code_map(root));
     violations.extend(check_stands_alone(root, &files));
     violations
+}
+
+/// Whether `code` opens an `allow` attribute (alone, or inside a `cfg_attr`).
+fn is_allow_attribute(code: &str) -> bool {
+    let trimmed = code.trim_start();
+    let allow = ["all", "ow("].concat();
+    [format!("#[{allow}"), format!("#![{allow}"), allow.clone()]
+        .iter()
+        .any(|start| trimmed.starts_with(start.as_str()))
 }
 
 /// No document, comment or string of the repository points to a file outside it.

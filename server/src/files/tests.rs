@@ -300,8 +300,8 @@ fn a_walk_through_folder_handles_goes_deeper_than_path_max() {
     let mut path = s.ws();
     while depth < 30 {
         let c = std::ffi::CString::new(name.as_str()).unwrap();
-        // SAFETY: creating a folder relative to a descriptor we hold.
         assert_eq!(
+            // SAFETY: creating a folder relative to a descriptor we hold.
             unsafe { libc::mkdirat(std::os::fd::AsRawFd::as_raw_fd(&dir.fd), c.as_ptr(), 0o755) },
             0
         );

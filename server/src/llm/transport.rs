@@ -121,7 +121,10 @@ impl EventStream {
 
     /// The stream of events another producer sends (the local model's blocking thread):
     /// dropping the stream closes the channel, which the producer sees as cancellation.
-    #[cfg_attr(not(feature = "local"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "local"),
+        allow(dead_code, reason = "only the local model produces events this way")
+    )]
     pub(crate) fn from_receiver(rx: mpsc::Receiver<Result<Event, LlmError>>) -> Self {
         Self { rx, task: None }
     }

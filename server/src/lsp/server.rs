@@ -638,7 +638,10 @@ impl LanguageServer for Backend {
     async fn initialize(&self, params: lsp::InitializeParams) -> RpcResult<lsp::InitializeResult> {
         let encoding = convert::negotiate_encoding(&params.capabilities);
         lock(&self.buffers).set_encoding(encoding);
-        #[allow(deprecated)] // root_uri: the fallback for clients without workspace folders
+        #[allow(
+            deprecated,
+            reason = "root_uri: the fallback for clients without workspace folders"
+        )]
         let roots: Vec<PathBuf> = match (&params.workspace_folders, &params.root_uri) {
             (Some(folders), _) if !folders.is_empty() => folders
                 .iter()
@@ -953,7 +956,7 @@ impl LanguageServer for Backend {
             let name_chars = hit.name.chars().count() as u32;
             let start = convert::char_column(line_text, hit.column, encoding);
             let end = convert::char_column(line_text, hit.column + name_chars, encoding);
-            #[allow(deprecated)] // `deprecated` is a required field of the type
+            #[allow(deprecated, reason = "`deprecated` is a required field of the type")]
             symbols.push(lsp::SymbolInformation {
                 name: hit.name,
                 kind: convert::symbol_kind(&hit.kind),

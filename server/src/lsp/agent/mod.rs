@@ -528,7 +528,10 @@ impl Entry {
 /// A session's command runner: a snapshot of the workspace from the pool, which receives the
 /// open buffers under the root (and, in review mode, the held proposals) before each command.
 /// `None`, logged, when the sandbox cannot start: the session then has no command tools.
-#[allow(clippy::type_complexity)]
+#[allow(
+    clippy::type_complexity,
+    reason = "the runner and its buffer feed are returned together; a named type would be used once"
+)]
 fn session_sandbox(
     start: &Start,
     session: &str,
