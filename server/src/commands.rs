@@ -349,36 +349,33 @@ pub async fn exec(
     json: bool,
 ) -> anyhow::Result<u8> {
     use std::sync::Arc;
-    use wright::agent::{self, Cancel, FinalStatus, Limits, Session, exec::DiskTarget};
+    use wright::agent::launch::{self, Begin, Plan, Prepared};
+    use wright::agent::{self, Cancel, FinalStatus, disk::DiskTarget};
 
     let env = |var: &str| std::env::var(var).ok();
     let data_dir = config::data_dir(&env)?;
-    // A resumed session keeps its task and its model (a switch would lose the prompt cache).
-    let resumed = match start {
-        ExecStart::Task(_) => None,
-        ExecStart::Resume(id) => match agent::journal::resume(&data_dir, &workspace.root, id) {
-            Ok(resumed) => Some(resumed),
-            Err(err) => {
-                say!("wright: {err}");
-                return Ok(1);
-            }
+    let prepared = Prepared::prepare(Plan {
+        config: &workspace.config,
+        root: &workspace.root,
+        data_dir: &data_dir,
+        begin: match start {
+            ExecStart::Task(task) => Begin::Task(task),
+            ExecStart::Resume(id) => Begin::Resume(id),
         },
-    };
-    let task = match (&start, &resumed) {
-        (ExecStart::Task(task), _) => (*task).to_owned(),
-        (_, Some((recorded, ..))) => recorded.task.clone(),
-        (ExecStart::Resume(_), None) => unreachable!("a resume has its record"),
-    };
-    let model = model.or(resumed
-        .as_ref()
-        .map(|(recorded, ..)| recorded.model.as_str()));
-    let models = match agent::Models::connect(&workspace.config, model, &task) {
-        Ok(models) => models,
+        model,
+        id_prefix: "exec",
+    });
+    let mut prepared = match prepared {
+        Ok(prepared) => prepared,
         Err(err) => {
             say!("wright: {err}");
             return Ok(1);
         }
     };
+    // The command line's --max-steps wins over the configuration's agent.max_steps.
+    if let Some(max_steps) = max_steps {
+        prepared.limits.max_steps = max_steps;
+    }
     // Temporaries an interrupted edit left go before the index or the agent can see them.
     wright::edit::apply::sweep_stale_temporaries(&workspace.root);
     // Without an index the agent still greps and reads; say why it has none.
@@ -389,43 +386,18 @@ pub async fn exec(
             None
         }
     };
-    let (id, history, journal, spent) = match resumed {
-        Some((recorded, history, journal)) => {
-            (recorded.session_id, history, Some(journal), recorded.spent)
-        }
-        None => {
-            let id = agent::journal::new_session_id("exec");
-            let context = index.as_deref().map(|index| {
-                retrieval::retrieve(
-                    index,
-                    &DiskOnly,
-                    &retrieval::Query {
-                        text: task.clone(),
-                        budget: 4000,
-                        ..retrieval::Query::default()
-                    },
-                )
-            });
-            let (history, journal) = agent::journal::begin(
-                &data_dir,
-                &workspace.root,
-                &id,
-                &task,
-                &models.decision.model.to_string(),
-                agent::prompt::task_message(
-                    &task,
-                    &agent::prompt::EditorFocus::default(),
-                    context.as_ref(),
-                ),
-            );
-            (id, history, journal, agent::Spent::default())
-        }
-    };
-    if let Some(journal) = &journal {
+    let (id, model_event) = (prepared.id.clone(), prepared.model_event());
+    let model_name = prepared.models.decision.model.to_string();
+    let opened = prepared.open(launch::Context {
+        index: index.clone(),
+        overlay: Arc::new(DiskOnly),
+        focus: agent::prompt::EditorFocus::default(),
+    });
+    if let Some(journal) = opened.journal_path() {
         say!(
             "wright: session {id} (journal {}; `wright exec --resume {id}` continues it if it \
              is interrupted)",
-            journal.path().display()
+            journal.display()
         );
     }
     let target = Arc::new(
@@ -471,31 +443,8 @@ pub async fn exec(
         plan: Default::default(),
     });
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
-    let _ = events.send(models.event());
-    // The command line's --max-steps wins over the configuration's agent.max_steps.
-    let configured = Limits::from_config(&workspace.config);
-    let limits = Limits {
-        max_steps: max_steps.unwrap_or(configured.max_steps),
-        ..configured
-    };
-    let mut session = Session::new(agent::Setup {
-        id,
-        model: Arc::clone(&models.task),
-        summary_model: Arc::clone(&models.summary),
-        compaction: wright::compaction::Settings::from_config(&workspace.config),
-        tools,
-        system: agent::prompt::system_prompt(&workspace.root),
-        history,
-        artifacts: journal.as_ref().map_or_else(
-            wright::compaction::ArtifactStore::in_memory,
-            agent::journal::Journal::artifacts,
-        ),
-        journal,
-        spent,
-        limits,
-        events,
-        tool_events: None,
-    });
+    let _ = events.send(model_event);
+    let mut session = opened.session(tools, events, None);
     let printer = tokio::spawn(async move {
         let mut stderr = terminal::stderr();
         while let Some(event) = received.recv().await {
@@ -521,7 +470,7 @@ pub async fn exec(
     }
     if json {
         let mut value = serde_json::to_value(&outcome)?;
-        value["model"] = json!(models.decision.model.to_string());
+        value["model"] = json!(model_name);
         writeln!(terminal::stdout(true), "{value}")?;
     } else if !outcome.message.is_empty() {
         writeln!(terminal::stdout(false), "{}", outcome.message.trim_end())?;
@@ -607,7 +556,7 @@ pub fn exec_undo(workspace: &Workspace, json: bool) -> anyhow::Result<u8> {
     let env = |var: &str| std::env::var(var).ok();
     let data_dir = config::data_dir(&env)?;
     let protection = wright::agent::tools::Protection::from_config(&workspace.config);
-    let result = wright::agent::exec::UndoRecord::undo(&data_dir, &workspace.root, &protection);
+    let result = wright::agent::disk::UndoRecord::undo(&data_dir, &workspace.root, &protection);
     if json {
         let value = match &result {
             Ok(files) => json!({"undone": true, "files": files}),

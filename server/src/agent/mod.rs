@@ -6,9 +6,10 @@
 //! channel, and edits and commands go through the [`tools::EditTarget`] and
 //! [`tools::CommandRunner`] the caller gives it.
 
+pub mod disk;
 pub mod events;
-pub mod exec;
 pub mod journal;
+pub mod launch;
 pub mod prompt;
 pub mod sandboxed;
 pub mod session;

@@ -548,7 +548,7 @@ mod tests {
     use std::sync::{Condvar, Mutex};
 
     use super::*;
-    use crate::agent::exec::DiskTarget;
+    use crate::agent::disk::DiskTarget;
     use crate::edit::GateMode;
     use crate::llm::{EventStream, ModelId, Request};
     use crate::workspace::{Overlay, WalkOptions};

@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use wright::agent::launch::{self, Begin, Plan, Prepared};
 use wright::agent::tools::{self, ToolContext};
-use wright::agent::{self, Cancel, Limits, Session};
+use wright::agent::{self, Cancel, Limits};
 use wright::edit::GateMode;
 use wright::llm::{
     ChatModel, Event, EventStream, FinishReason, ModelId, Request, ToolCall, Usage, openai,
@@ -109,7 +110,7 @@ fn context(root: &std::path::Path) -> Arc<ToolContext> {
         overlay: Arc::new(DiskOnly),
         index: None,
         walk: WalkOptions::default(),
-        edits: Arc::new(agent::exec::DiskTarget::new(root, GateMode::Report)),
+        edits: Arc::new(agent::disk::DiskTarget::new(root, GateMode::Report)),
         commands: None,
         test_command: None,
         cancel: Cancel::new(),
@@ -129,43 +130,50 @@ fn session(
         keep,
         requests: Mutex::new(Vec::new()),
     });
-    // A real journal and artifact store, as `wright exec` and the editor have: their
-    // writes (flushed at every message, each output a file) are part of every step.
-    let id = agent::journal::new_session_id("bench");
-    let task = "read the library again and again";
-    let (history, journal) = agent::journal::begin(
-        data_dir,
-        root,
-        &id,
-        task,
-        "openai/instant",
-        format!("Task: {task}"),
-    );
-    let Some(journal) = journal else {
-        bail!("the session's journal could not be created (see the log)");
+    // Opened as the editor and `wright exec` open theirs, with a real journal and artifact
+    // store: their writes (flushed at every message, each output a file) are part of every step.
+    let config = wright::config::Config::default();
+    let instant = Arc::clone(&model);
+    let mut prepared = Prepared::prepare_with(
+        Plan {
+            config: &config,
+            root,
+            data_dir,
+            begin: Begin::Task("read the library again and again"),
+            model: None,
+            id_prefix: "bench",
+        },
+        move |_, _, _| {
+            Ok(agent::Models {
+                decision: wright::router::Decision {
+                    tier: wright::router::Tier::Strong,
+                    model: instant.id.clone(),
+                    reason: "the bench's instant model".to_owned(),
+                },
+                task: instant.clone(),
+                summary: instant,
+            })
+        },
+    )
+    .map_err(anyhow::Error::msg)?;
+    prepared.limits = Limits {
+        max_steps: STEPS,
+        ..Limits::default()
     };
+    prepared.compaction = wright::compaction::Settings::default();
+    let opened = prepared.open(launch::Context {
+        index: None,
+        overlay: Arc::new(DiskOnly),
+        focus: Default::default(),
+    });
+    if opened.journal_path().is_none() {
+        bail!("the session's journal could not be created (see the log)");
+    }
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let outcome = runtime.block_on(async {
         // A reader like the editor's: every event is taken off the channel.
         let reader = tokio::spawn(async move { while received.recv().await.is_some() {} });
-        let mut session = Session::new(agent::Setup {
-            id,
-            model: model.clone(),
-            summary_model: model.clone(),
-            compaction: wright::compaction::Settings::default(),
-            tools: context(root),
-            system: agent::prompt::system_prompt(root),
-            history,
-            artifacts: journal.artifacts(),
-            journal: Some(journal),
-            spent: agent::Spent::default(),
-            limits: Limits {
-                max_steps: STEPS,
-                ..Limits::default()
-            },
-            events,
-            tool_events: None,
-        });
+        let mut session = opened.session(context(root), events, None);
         let outcome = session.run().await;
         drop(session);
         let _ = reader.await;

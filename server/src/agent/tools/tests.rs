@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::agent::exec::DiskTarget;
+use crate::agent::disk::DiskTarget;
 use crate::edit::GateMode;
 use crate::workspace::DiskOnly;
 

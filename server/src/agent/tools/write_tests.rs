@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::agent::exec::DiskTarget;
+use crate::agent::disk::DiskTarget;
 use crate::agent::sandboxed::{Approver, Decision};
 use crate::edit::GateMode;
 use crate::workspace::DiskOnly;

@@ -19,9 +19,10 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types as lsp;
 use wright_protocol as proto;
 
+use crate::agent::launch::{self, Begin, Plan, Prepared};
 use crate::agent::sandboxed::SandboxRunner;
 use crate::agent::tools::ToolContext;
-use crate::agent::{self, AgentEvent, Cancel, FinalStatus, Limits, Session};
+use crate::agent::{self, AgentEvent, Cancel, FinalStatus};
 use crate::buffers::Buffers;
 use crate::edit::{CheckpointLog, GateMode};
 use approval::EditorApprover;
@@ -82,72 +83,6 @@ pub struct Start {
     pub announce: bool,
 }
 
-/// What a session's first request needs that takes time to make: the system prompt (the
-/// `AGENTS.md` files), the task message with its retrieved context, the journal.
-struct Opening {
-    index: Option<Arc<crate::index::Index>>,
-    buffers: Arc<Mutex<Buffers>>,
-    focus: agent::prompt::EditorFocus,
-    data_dir: PathBuf,
-    root: PathBuf,
-    id: String,
-    task: String,
-    model: String,
-}
-
-type Resumed = (
-    agent::journal::Recorded,
-    Vec<crate::llm::Message>,
-    agent::journal::Journal,
-);
-
-/// What [`Opening::open`] prepares: the system prompt, the history, the journal, the
-/// artifact store.
-type Opened = (
-    String,
-    Vec<crate::llm::Message>,
-    Option<agent::journal::Journal>,
-    crate::compaction::ArtifactStore,
-);
-
-impl Opening {
-    /// The system prompt, the history to start from, the journal and the artifact store: a
-    /// resumed session's own, or a new session's task message (with retrieved context) and
-    /// new journal.
-    fn open(self, resumed: Option<Resumed>) -> Opened {
-        let system = agent::prompt::system_prompt(&self.root);
-        if let Some((_, history, journal)) = resumed {
-            let artifacts = journal.artifacts();
-            return (system, history, Some(journal), artifacts);
-        }
-        let context = self.index.as_deref().map(|index| {
-            crate::retrieval::retrieve(
-                index,
-                &LiveBuffers(Arc::clone(&self.buffers)),
-                &crate::retrieval::Query {
-                    text: self.task.clone(),
-                    budget: 4000,
-                    current_file: self.focus.path.clone(),
-                    ..crate::retrieval::Query::default()
-                },
-            )
-        });
-        let (history, journal) = agent::journal::begin(
-            &self.data_dir,
-            &self.root,
-            &self.id,
-            &self.task,
-            &self.model,
-            agent::prompt::task_message(&self.task, &self.focus, context.as_ref()),
-        );
-        let artifacts = journal.as_ref().map_or_else(
-            crate::compaction::ArtifactStore::in_memory,
-            agent::journal::Journal::artifacts,
-        );
-        (system, history, journal, artifacts)
-    }
-}
-
 impl Agents {
     /// Starts a session on `task`, or (`resume`) takes up an interrupted one from its
     /// journal, with its task and model; its id at once, the work in the background.
@@ -158,21 +93,18 @@ impl Agents {
         model: Option<&str>,
         resume: Option<&str>,
     ) -> Result<String, String> {
-        let resumed = resume
-            .map(|id| agent::journal::resume(&start.data_dir, &start.root, id))
-            .transpose()?;
-        let task = resumed
-            .as_ref()
-            .map_or(task, |(recorded, ..)| recorded.task.clone());
-        let spent = resumed
-            .as_ref()
-            .map(|(recorded, ..)| recorded.spent)
-            .unwrap_or_default();
-        let limits = Limits::from_config(&start.config);
-        let model = model.or(resumed
-            .as_ref()
-            .map(|(recorded, ..)| recorded.model.as_str()));
-        let models = agent::Models::connect(&start.config, model, &task)?;
+        let prepared = Prepared::prepare(Plan {
+            config: &start.config,
+            root: &start.root,
+            data_dir: &start.data_dir,
+            begin: match resume {
+                Some(id) => Begin::Resume(id),
+                None => Begin::Task(&task),
+            },
+            model,
+            id_prefix: "s",
+        })?;
+        let (id, task) = (prepared.id.clone(), prepared.task.clone());
         let gate = start
             .config
             .get("edit.syntax_gate")
@@ -180,10 +112,6 @@ impl Agents {
             .unwrap_or_default();
         let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
         let (tool_events, tool_inbox) = tokio::sync::mpsc::unbounded_channel();
-        let id = match resume {
-            Some(id) => id.to_owned(),
-            None => agent::journal::new_session_id("s"),
-        };
         // One approver for the session: commands that need more than the sandbox allows and
         // edits of protected paths ask the user through it.
         let approver: Arc<dyn agent::sandboxed::Approver> = Arc::new(EditorApprover {
@@ -239,44 +167,24 @@ impl Agents {
             .unwrap_or_else(|e| e.into_inner())
             .push(Arc::clone(&entry));
 
-        let _ = events.send(models.event());
+        let _ = events.send(prepared.model_event());
         // Retrieval for the task message (token counting, the repository map) and the
         // journal's first lines take from milliseconds to seconds: they run on a blocking
         // thread inside the session's task, so `agentRun` answers at once and the runtime's
         // workers stay free for the editor's requests.
-        let opening = Opening {
+        let context = launch::Context {
             index: start.index.clone(),
-            buffers: Arc::clone(&start.buffers),
+            overlay: Arc::new(LiveBuffers(Arc::clone(&start.buffers))),
             focus: start.focus.clone(),
-            data_dir: start.data_dir.clone(),
-            root: start.root.clone(),
-            id: id.clone(),
-            task: task.clone(),
-            model: models.decision.model.to_string(),
         };
-        let compaction = crate::compaction::Settings::from_config(&start.config);
         let session_id = id.clone();
         tokio::spawn(async move {
-            let opened = tokio::task::spawn_blocking(move || opening.open(resumed)).await;
-            let Ok((system, history, journal, artifacts)) = opened else {
+            let opened = tokio::task::spawn_blocking(move || prepared.open(context)).await;
+            let Ok(opened) = opened else {
                 tracing::error!("session {session_id}: preparing its first request panicked");
                 return;
             };
-            let mut session = Session::new(agent::Setup {
-                id: session_id,
-                model: models.task,
-                summary_model: models.summary,
-                compaction,
-                tools,
-                system,
-                history,
-                journal,
-                artifacts,
-                spent,
-                limits,
-                events,
-                tool_events: Some(tool_inbox),
-            });
+            let mut session = opened.session(tools, events, Some(tool_inbox));
             let _ = session.run().await;
             drop(session);
             // The session's snapshot layer goes back to the pool once nothing uses it.

@@ -1,6 +1,7 @@
-//! Headless runs (`wright exec`): the workspace on disk is where edits land, each applied
-//! atomically, and the whole run is recorded so `wright exec --undo` can put every file back
-//! as it was — refusing, file by file checked first, if anything changed since.
+//! The disk as an edit target (headless runs: `wright exec`, the bench): edits land in the
+//! workspace on disk, each applied atomically, and the whole run is recorded so `wright exec
+//! --undo` can put every file back as it was — refusing, file by file checked first, if
+//! anything changed since.
 //!
 //! The undo record is wright's own file (0600 in a 0700 folder of the data folder), and what
 //! is read back is checked before anything is written: a record that is a link, belongs to
