@@ -303,10 +303,13 @@ impl Indexes {
                         (Some(document), _) => {
                             let text = document.text().to_string();
                             if text.len() as u64 > filter.max_file_size() {
-                                Err(format!(
-                                    "{relative}: the buffer is {} bytes, over the size limit of {}",
-                                    text.len(),
-                                    filter.max_file_size()
+                                Err((
+                                    format!(
+                                        "{relative}: the buffer is {} bytes, over the size limit of {}",
+                                        text.len(),
+                                        filter.max_file_size()
+                                    ),
+                                    false,
                                 ))
                             } else {
                                 Ok(Some(text))
@@ -322,28 +325,31 @@ impl Indexes {
                                 FileText::Binary => Ok(None),
                             },
                             Err(err) if err.is_not_found() => Ok(None),
-                            Err(err) => Err(err.to_string()),
+                            Err(err) => Err((err.to_string(), err.kind() == "outside")),
                         },
                     }
                 }
                 Err(excluded) => {
-                    if matches!(excluded, workspace::Excluded::Outside(_)) {
-                        tracing::warn!("not indexed: {excluded}");
-                    }
-                    Err(excluded.to_string())
+                    let outside = matches!(excluded, workspace::Excluded::Outside(_));
+                    Err((excluded.to_string(), outside))
                 }
             };
             match text {
                 Ok(Some(text)) => index.update_text(&relative, &text),
                 // Gone, or binary: out of the index.
                 Ok(None) => index.remove(&relative),
-                Err(why) => {
-                    if !index.has_file(&relative) {
+                Err((why, outside)) => {
+                    if index.has_file(&relative) {
+                        tracing::info!("dropped from the index: {why}");
+                        index.remove(&relative);
+                    } else if outside {
+                        // What an editor should never report: said where people look.
+                        tracing::warn!("not indexed: {why}");
+                        continue;
+                    } else {
                         tracing::debug!("not indexed: {why}");
                         continue;
                     }
-                    tracing::info!("dropped from the index: {why}");
-                    index.remove(&relative);
                 }
             }
             if !touched.iter().any(|t| Arc::ptr_eq(t, &index)) {
