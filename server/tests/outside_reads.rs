@@ -74,7 +74,10 @@ fn mkfifo(path: &Path) {
 #[test]
 fn exec_reads_nothing_through_links_out_and_the_outside_text_reaches_no_request() {
     let dir = TempDir::new("outside-exec");
-    dir.write("ws/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n");
+    dir.write(
+        "ws/src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    );
     dir.write("ws/AGENTS.md", "Use four spaces.\n");
     dir.write("outside/key.txt", &format!("{MARKER} private key\n"));
     dir.write(
@@ -187,12 +190,18 @@ fn hostile_ignore_configuration_and_agents_files_stall_no_command_and_are_report
     symlink("/dev/zero", ws.join("sub/.ignore"));
     symlink("/dev/zero", ws.join("src/.gitignore"));
     // An ignore file over the limit is refused as well: its rules (`*.py`) do not apply.
-    dir.write("ws/sub/.gitignore", &format!("*.py\n{}", "#".repeat(2 << 20)));
+    dir.write(
+        "ws/sub/.gitignore",
+        &format!("*.py\n{}", "#".repeat(2 << 20)),
+    );
 
     let out = run_bounded(command(&dir, None, &["index", "--json"]));
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("a FIFO"), "the refused files are named: {stderr}");
+    assert!(
+        stderr.contains("a FIFO"),
+        "the refused files are named: {stderr}"
+    );
     assert!(
         stderr.contains(".wright/config.toml") && stderr.contains("not read"),
         "{stderr}"
@@ -206,11 +215,19 @@ fn hostile_ignore_configuration_and_agents_files_stall_no_command_and_are_report
 
     let out = run_bounded(command(&dir, None, &["grep", "sub_function", "--json"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).lines().count(), 1, "{}", text(&out.stdout));
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        1,
+        "{}",
+        text(&out.stdout)
+    );
 
     // A session's system prompt skips the FIFO AGENTS.md instead of waiting on it.
     let provider = ScriptedProvider::start();
-    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Nothing to do."])));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Nothing to do."]),
+    ));
     let out = run_bounded(command(&dir, Some(&provider), &["exec", "say hello"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(provider.requests().len(), 1);

@@ -36,7 +36,12 @@ fn named(symbols: &[Value], name: &str) -> usize {
 fn watched(editor: &mut Editor, uris: &[String]) {
     let changes: Vec<Value> = uris
         .iter()
-        .flat_map(|uri| [json!({"uri": uri, "type": 1}), json!({"uri": uri, "type": 2})])
+        .flat_map(|uri| {
+            [
+                json!({"uri": uri, "type": 1}),
+                json!({"uri": uri, "type": 2}),
+            ]
+        })
         .collect();
     editor.notify(
         "workspace/didChangeWatchedFiles",
@@ -47,7 +52,10 @@ fn watched(editor: &mut Editor, uris: &[String]) {
 /// Announces a new inside file and waits until it is searchable: every event sent before
 /// it has been applied by then.
 fn barrier(editor: &mut Editor, dir: &TempDir, name: &str) {
-    let path = dir.write(&format!("ws/{name}.py"), &format!("def {name}():\n    pass\n"));
+    let path = dir.write(
+        &format!("ws/{name}.py"),
+        &format!("def {name}():\n    pass\n"),
+    );
     watched(editor, &[file_uri(&path)]);
     editor.symbols_until(name, |s| named(s, name) == 1);
 }
@@ -95,17 +103,29 @@ fn uris_that_climb_out_of_the_workspace_are_not_indexed() {
     watched(&mut editor, &climbing);
     for uri in &climbing {
         // Saved and closed without having been opened: the server reads the disk for them.
-        editor.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
-        editor.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}));
+        editor.notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri}}),
+        );
+        editor.notify(
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": uri}}),
+        );
     }
     // Opened, changed, saved and closed: the editor's own text of the outside file.
     let opened = &climbing[1];
     editor.open(opened, "python", 1, &secret_text);
     editor.change(opened, 2, (0, 0), (0, 0), "# edited\n");
-    editor.notify("textDocument/didSave", json!({"textDocument": {"uri": opened}}));
+    editor.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": opened}}),
+    );
     barrier(&mut editor, &dir, "after_climbing");
     assert_unseen(&mut editor, "leaked_outside_fn", Some(opened));
-    editor.notify("textDocument/didClose", json!({"textDocument": {"uri": opened}}));
+    editor.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": opened}}),
+    );
     barrier(&mut editor, &dir, "after_closing");
     assert_unseen(&mut editor, "leaked_outside_fn", None);
     editor.discard(|m| m["method"] == "window/logMessage");
@@ -126,8 +146,7 @@ fn watched_files_the_walk_leaves_out_are_not_indexed_and_links_out_never_read() 
         &format!("def leaked_linked_fn():\n    return '{MARKER}'\n"),
     );
     let ws = dir.path().join("ws");
-    std::os::unix::fs::symlink(dir.path().join("elsewhere/secret.py"), ws.join("key.py"))
-        .unwrap();
+    std::os::unix::fs::symlink(dir.path().join("elsewhere/secret.py"), ws.join("key.py")).unwrap();
     std::os::unix::fs::symlink(dir.path().join("elsewhere"), ws.join("linked")).unwrap();
     // A link that stays inside: its target is indexed where it is, the link not again.
     std::os::unix::fs::symlink("src", ws.join("alias")).unwrap();
@@ -145,7 +164,10 @@ fn watched_files_the_walk_leaves_out_are_not_indexed_and_links_out_never_read() 
     );
     let big = dir.write(
         "ws/big.py",
-        &format!("def leaked_big_fn():\n    return '{MARKER}'\n{}", "#\n".repeat(4096)),
+        &format!(
+            "def leaked_big_fn():\n    return '{MARKER}'\n{}",
+            "#\n".repeat(4096)
+        ),
     );
     watched(
         &mut editor,

@@ -67,7 +67,10 @@ fn agents_files(root: &Path) -> Vec<(String, String)> {
     let found = std::sync::Mutex::new(Vec::new());
     let walked = workspace::walk_under(&tree, Path::new(""), &options, &|entry| {
         if entry.relative.rsplit('/').next() == Some(AGENTS_FILE)
-            && let Some(text) = entry.read().ok().and_then(|bytes| String::from_utf8(bytes).ok())
+            && let Some(text) = entry
+                .read()
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
         {
             found
                 .lock()
@@ -166,8 +169,8 @@ mod tests {
         let zero = workspace("zero");
         std::os::unix::fs::symlink("/dev/zero", zero.join("AGENTS.md")).unwrap();
         let fifo = workspace("fifo");
-        let c = std::ffi::CString::new(fifo.join("AGENTS.md").as_os_str().as_encoded_bytes())
-            .unwrap();
+        let c =
+            std::ffi::CString::new(fifo.join("AGENTS.md").as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         for root in [out, zero, fifo] {

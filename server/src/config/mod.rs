@@ -676,10 +676,15 @@ mod tests {
             // SAFETY: a valid path.
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         };
-        let cases: [(&str, &dyn Fn(&Path)); 4] = [
+        type Make<'a> = &'a dyn Fn(&Path);
+        let cases: [(&str, Make); 4] = [
             ("fifo", &|path| fifo(path)),
-            ("zero", &|path| std::os::unix::fs::symlink("/dev/zero", path).unwrap()),
-            ("link-out", &|path| std::os::unix::fs::symlink(&outside, path).unwrap()),
+            ("zero", &|path| {
+                std::os::unix::fs::symlink("/dev/zero", path).unwrap()
+            }),
+            ("link-out", &|path| {
+                std::os::unix::fs::symlink(&outside, path).unwrap()
+            }),
             ("huge", &|path| {
                 let mut text = "model = \"openai/huge\"\n".to_owned();
                 text.push_str(&"#".repeat(MAX_CONFIG_FILE as usize));
@@ -706,7 +711,10 @@ mod tests {
                 "huge" => "over the limit",
                 _ => "leads outside the workspace",
             };
-            assert!(problems[0].contains("not read") && problems[0].contains(why), "{name}: {problems:?}");
+            assert!(
+                problems[0].contains("not read") && problems[0].contains(why),
+                "{name}: {problems:?}"
+            );
         }
         // The user's own file: a FIFO is refused too; a link is the user's and is followed.
         let user = dir.join("user-fifo.toml");

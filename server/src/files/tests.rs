@@ -372,5 +372,9 @@ fn a_bounded_read_of_a_file_of_no_workspace_follows_links_but_refuses_fifos_and_
         read_bounded(&s.outside().join("secret"), 4).unwrap_err(),
         FileError::TooLarge { size: 15, .. }
     ));
-    assert!(read_bounded(&s.outside().join("missing"), 4).unwrap_err().is_not_found());
+    assert!(
+        read_bounded(&s.outside().join("missing"), 4)
+            .unwrap_err()
+            .is_not_found()
+    );
 }

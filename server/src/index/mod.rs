@@ -341,19 +341,15 @@ impl Index {
             return Ok(self.report_as_is(started));
         }
         let found = Mutex::new(Vec::new());
-        let mut skipped = workspace::walk_under(
-            &self.tree,
-            Path::new(""),
-            &self.options.walk,
-            &|entry| {
+        let mut skipped =
+            workspace::walk_under(&self.tree, Path::new(""), &self.options.walk, &|entry| {
                 found.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
                 true
-            },
-        )
-        .map_err(|err| IndexError::Io {
-            path: self.root.clone(),
-            source: err.into_io(),
-        })?;
+            })
+            .map_err(|err| IndexError::Io {
+                path: self.root.clone(),
+                source: err.into_io(),
+            })?;
         let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
         let other_files = found
             .iter()
@@ -647,12 +643,7 @@ impl Index {
         // The parse runs without the writer: updates go on meanwhile, and are checked for below.
         let extracted = extract(language, &text).unwrap_or_default();
         let documents = self.documents(relative, &extracted);
-        let record = FileRecord::new(
-            text.len() as u64,
-            stat.mtime_ns,
-            hash,
-            &extracted,
-        );
+        let record = FileRecord::new(text.len() as u64, stat.mtime_ns, hash, &extracted);
         let guard = self.lock_writer();
         let Some(writer) = guard.as_ref() else {
             return false;

@@ -310,8 +310,14 @@ mod uri_tests {
         let roots = [PathBuf::from("/ws"), PathBuf::from("/ws/nested")];
         for (uri, expected) in [
             ("file:///ws/src/a.rs", "/ws/src/a.rs"),
-            ("file:///ws/../../elsewhere/secret.py", "/elsewhere/secret.py"),
-            ("file:///ws/%2E%2E/elsewhere/secret.py", "/elsewhere/secret.py"),
+            (
+                "file:///ws/../../elsewhere/secret.py",
+                "/elsewhere/secret.py",
+            ),
+            (
+                "file:///ws/%2E%2E/elsewhere/secret.py",
+                "/elsewhere/secret.py",
+            ),
             ("file:///ws/src/%2e%2e/%2E%2E/etc/passwd", "/etc/passwd"),
             ("file:///ws/src/..%2F..%2Fetc/passwd", "/etc/passwd"),
             ("file:///ws/./src/../a.rs", "/ws/a.rs"),

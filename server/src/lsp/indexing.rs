@@ -316,10 +316,10 @@ impl Indexes {
                             }
                         }
                         (None, None) => Ok(None),
-                        (None, Some(_)) => match index.tree().read(
-                            Path::new(&relative),
-                            filter.max_file_size(),
-                        ) {
+                        (None, Some(_)) => match index
+                            .tree()
+                            .read(Path::new(&relative), filter.max_file_size())
+                        {
                             Ok(bytes) => match workspace::decode(bytes) {
                                 FileText::Text(text) | FileText::Lossy(text) => Ok(Some(text)),
                                 FileText::Binary => Ok(None),

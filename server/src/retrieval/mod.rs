@@ -153,8 +153,7 @@ pub fn retrieve(index: &Index, overlay: &dyn Overlay, query: &Query) -> Context 
     let mut candidates: Vec<Snippet> = Vec::new();
     let mut shown: HashSet<(String, u32)> = HashSet::new();
     for (rank_in_hits, (weight, hit)) in hits.iter().enumerate() {
-        if let Some(snippet) = definition_snippet(index, overlay, hit, *weight, rank_in_hits)
-        {
+        if let Some(snippet) = definition_snippet(index, overlay, hit, *weight, rank_in_hits) {
             shown.insert((hit.path.clone(), hit.start_line));
             candidates.push(snippet);
         }

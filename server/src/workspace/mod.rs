@@ -188,7 +188,8 @@ impl WalkOptions {
 }
 
 fn is_generated(name: &OsStr) -> bool {
-    name.to_str().is_some_and(|name| GENERATED_DIRS.contains(&name))
+    name.to_str()
+        .is_some_and(|name| GENERATED_DIRS.contains(&name))
 }
 
 /// Walks `root` in parallel, calling `visit` for each regular file within the size limit,
@@ -205,8 +206,9 @@ pub fn walk(
         skipped
     };
     match Root::open(root) {
-        Ok(files) => walk_under(&Arc::new(files), Path::new(""), options, visit)
-            .unwrap_or_else(unreadable),
+        Ok(files) => {
+            walk_under(&Arc::new(files), Path::new(""), options, visit).unwrap_or_else(unreadable)
+        }
         Err(err) => unreadable(err),
     }
 }
@@ -242,7 +244,9 @@ pub fn walk_under(
         ready: Condvar::new(),
     };
     let threads = match options.threads {
-        0 => std::thread::available_parallelism().map_or(2, usize::from).min(8),
+        0 => std::thread::available_parallelism()
+            .map_or(2, usize::from)
+            .min(8),
         n => n,
     };
     std::thread::scope(|scope| {
@@ -409,18 +413,17 @@ impl Walker<'_> {
                 }
                 // Links are not followed (the file or folder inside that a link names is
                 // walked where it is); one leading out is reported.
-                FileType::Symlink => {
+                FileType::Symlink
                     if self.included(&level, &child, false)
                         && self
                             .rules
                             .root()
                             .stat(&child)
-                            .is_err_and(|err| matches!(err, FileError::Outside { .. }))
-                    {
-                        self.note(SkipReason::LinkOutside, &child);
-                    }
+                            .is_err_and(|err| matches!(err, FileError::Outside { .. })) =>
+                {
+                    self.note(SkipReason::LinkOutside, &child);
                 }
-                // FIFOs, sockets and devices hold no source.
+                // FIFOs, sockets and devices hold no source; other links are not followed.
                 _ => {}
             }
         }
@@ -443,7 +446,9 @@ impl Walker<'_> {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A relative path with `/` separators.
@@ -470,7 +475,11 @@ pub enum Excluded {
     #[error("{} is ignored by the ignore rules", .path.display())]
     Ignored { path: PathBuf },
     #[error("{} is {size} bytes, over the size limit of {limit}", .path.display())]
-    TooLarge { path: PathBuf, size: u64, limit: u64 },
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     #[error("{} is not a regular file but {kind}", .path.display())]
     NotRegular { path: PathBuf, kind: &'static str },
     #[error(transparent)]
@@ -713,8 +722,10 @@ mod tests {
         assert_eq!(outside_links, ["key.txt", "linked"]);
         // Walking the linked folder itself is refused, naming the link.
         let tree = Arc::new(Root::open(&root).unwrap());
-        let err = walk_under(&tree, Path::new("linked"), &WalkOptions::default(), &|_| true)
-            .unwrap_err();
+        let err = walk_under(&tree, Path::new("linked"), &WalkOptions::default(), &|_| {
+            true
+        })
+        .unwrap_err();
         assert_eq!(err.kind(), "outside");
         assert!(err.to_string().contains("linked"), "{err}");
         // An entry reads through the root: swapped for a link out after the walk saw it, its
@@ -743,19 +754,27 @@ mod tests {
         write(&root, "b/keep.rs", "fn b() {}");
         write(&root, "c/keep.rs", "fn c() {}");
         write(&root, "d/keep.rs", "fn d() {}");
-        write(&root, "d/.ignore", &format!("*.rs\n{}", "#".repeat(MAX_IGNORE_FILE as usize)));
+        write(
+            &root,
+            "d/.ignore",
+            &format!("*.rs\n{}", "#".repeat(MAX_IGNORE_FILE as usize)),
+        );
         std::os::unix::fs::symlink("/dev/zero", root.join(".gitignore")).unwrap();
         mkfifo(&root.join("a/.gitignore"));
         mkfifo(&root.join("b/.ignore"));
         std::os::unix::fs::symlink(outside.join("rules"), root.join("c/.gitignore")).unwrap();
         let walked_root = root.clone();
-        let (found, skipped) =
-            within("the walk", move || walked(&walked_root, &WalkOptions::default()));
+        let (found, skipped) = within("the walk", move || {
+            walked(&walked_root, &WalkOptions::default())
+        });
         assert_eq!(found, ["a/keep.rs", "b/keep.rs", "c/keep.rs", "d/keep.rs"]);
         let mut unreadable = skipped.examples[&SkipReason::Unreadable].clone();
         unreadable.sort();
         assert_eq!(skipped.counts[&SkipReason::Unreadable], 5, "{unreadable:?}");
-        assert!(unreadable.contains(&".gitignore".to_owned()), "{unreadable:?}");
+        assert!(
+            unreadable.contains(&".gitignore".to_owned()),
+            "{unreadable:?}"
+        );
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
     }
@@ -804,7 +823,13 @@ mod tests {
         let (found, _) = walked(&root, &options);
         assert_eq!(
             found,
-            ["drop.log", "keep.log", "nested/inner.log", "sub/again.log", "sub/code.py"]
+            [
+                "drop.log",
+                "keep.log",
+                "nested/inner.log",
+                "sub/again.log",
+                "sub/code.py"
+            ]
         );
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::remove_dir_all(&outside).unwrap();
@@ -834,19 +859,40 @@ mod tests {
         };
         let filter = Filter::new(Arc::new(Root::open(&root).unwrap()), &options);
         let check = |path: &str| filter.check(Path::new(path));
-        assert!(check("src/a.py").unwrap().is_some_and(|stat| stat.size == 5));
+        assert!(
+            check("src/a.py")
+                .unwrap()
+                .is_some_and(|stat| stat.size == 5)
+        );
         assert!(check("src/new.py").unwrap().is_none());
         assert!(check("gone/new.py").unwrap().is_none());
-        assert!(matches!(check("secrets/keys.py"), Err(Excluded::Ignored { .. })));
-        assert!(matches!(check("secrets/new.py"), Err(Excluded::Ignored { .. })));
+        assert!(matches!(
+            check("secrets/keys.py"),
+            Err(Excluded::Ignored { .. })
+        ));
+        assert!(matches!(
+            check("secrets/new.py"),
+            Err(Excluded::Ignored { .. })
+        ));
         assert!(matches!(check("notes.tmp"), Err(Excluded::Ignored { .. })));
-        assert!(matches!(check("node_modules/x.js"), Err(Excluded::Generated { .. })));
-        assert!(matches!(check("big.py"), Err(Excluded::TooLarge { size: 2000, .. })));
+        assert!(matches!(
+            check("node_modules/x.js"),
+            Err(Excluded::Generated { .. })
+        ));
+        assert!(matches!(
+            check("big.py"),
+            Err(Excluded::TooLarge { size: 2000, .. })
+        ));
         for out in ["key.py", "linked/secret.py", "../filter-outside/secret.py"] {
             let err = check(out).unwrap_err();
             assert!(matches!(err, Excluded::Outside(_)), "{out}: {err}");
         }
-        assert!(check("key.py").unwrap_err().to_string().contains("leads outside"));
+        assert!(
+            check("key.py")
+                .unwrap_err()
+                .to_string()
+                .contains("leads outside")
+        );
         assert!(matches!(check("srcdir/a.py"), Err(Excluded::Link { .. })));
         assert!(matches!(check("src"), Err(Excluded::NotRegular { .. })));
         std::fs::remove_dir_all(&root).unwrap();

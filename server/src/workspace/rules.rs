@@ -159,12 +159,7 @@ impl Rules {
             return Arc::clone(level);
         }
         let parent = dir.parent().map(|parent| self.level_of(parent));
-        let has_git = self
-            .root
-            .lstat(&dir.join(".git"))
-            .ok()
-            .flatten()
-            .is_some();
+        let has_git = self.root.lstat(&dir.join(".git")).ok().flatten().is_some();
         let level = Arc::new(self.load(dir, has_git, parent));
         lock(&self.levels).insert(dir.to_owned(), Arc::clone(&level));
         level
@@ -198,13 +193,18 @@ impl Rules {
         let dot_git = dir.join(".git");
         let stat = self.root.lstat(&dot_git).ok().flatten()?;
         if stat.is_dir() {
-            return present(self.root.read(&dot_git.join("info/exclude"), MAX_IGNORE_FILE));
+            return present(
+                self.root
+                    .read(&dot_git.join("info/exclude"), MAX_IGNORE_FILE),
+            );
         }
         // `gitdir: PATH`, relative to the folder holding the file; the common folder is
         // named by `PATH/commondir` (relative to PATH), else PATH itself.
         let pointer = self.root.read(&dot_git, MAX_POINTER_FILE).ok()?;
         let pointer = String::from_utf8(pointer).ok()?;
-        let git_dir = pointer.lines().find_map(|line| line.strip_prefix("gitdir:"))?;
+        let git_dir = pointer
+            .lines()
+            .find_map(|line| line.strip_prefix("gitdir:"))?;
         let git_dir = files::normalize(&self.absolute(dir).join(git_dir.trim()));
         let common = match self.read_anywhere(&git_dir.join("commondir"), MAX_POINTER_FILE) {
             Ok(bytes) => String::from_utf8(bytes)
@@ -300,5 +300,7 @@ fn build(dir: &Path, file: &Path, bytes: &[u8]) -> Gitignore {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

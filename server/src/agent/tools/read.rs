@@ -163,12 +163,10 @@ pub(super) fn open_tree(context: &ToolContext) -> Result<Root, Failure> {
 /// A read refused or failed, said for the model.
 fn refused(shown: &str, err: &FileError) -> Failure {
     match err {
-        FileError::Outside { .. } | FileError::Escapes { .. } => {
-            Failure::Refused(format!("{err}"))
-        }
-        FileError::NotRegular { kind: "a folder", .. } => {
-            Failure::Refused(format!("{shown}: a directory; use list_dir"))
-        }
+        FileError::Outside { .. } | FileError::Escapes { .. } => Failure::Refused(format!("{err}")),
+        FileError::NotRegular {
+            kind: "a folder", ..
+        } => Failure::Refused(format!("{shown}: a directory; use list_dir")),
         err if err.is_not_found() => Failure::Refused(format!(
             "{shown}: no such file; list_dir or grep to find the right path"
         )),

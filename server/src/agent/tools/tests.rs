@@ -584,7 +584,15 @@ fn reading_tools_refuse_links_out_even_when_the_editor_holds_the_file() {
     let listed = run(&cx, "list_dir", json!({}));
     assert!(!listed.content.contains("mod.rs"), "{}", listed.content);
     let grepped = run(&cx, "grep", json!({"pattern": "OUTSIDE-SECRET"}));
-    assert!(grepped.content.starts_with("no matches"), "{}", grepped.content);
+    assert!(
+        grepped.content.starts_with("no matches"),
+        "{}",
+        grepped.content
+    );
     let alias = run(&cx, "read_file", json!({"path": "alias.rs"}));
-    assert!(alias.content.contains("fn one() -> i32"), "{}", alias.content);
+    assert!(
+        alias.content.contains("fn one() -> i32"),
+        "{}",
+        alias.content
+    );
 }
