@@ -596,3 +596,32 @@ fn reading_tools_refuse_links_out_even_when_the_editor_holds_the_file() {
         alias.content
     );
 }
+
+/// Detecting the test command reads project files through the workspace root, bounded: a
+/// `package.json` that is a FIFO does not block it, a `pyproject.toml` linked out is not read.
+#[test]
+fn test_command_detection_is_not_blocked_or_led_out_by_project_files() {
+    let ws = Workspace::new("detect-hostile", &[("tests/test_calc.py", "")]);
+    let outside = Workspace::new(
+        "detect-hostile-outside",
+        &[("pyproject.toml", "[tool.pytest.ini_options]\n")],
+    );
+    let fifo =
+        std::ffi::CString::new(ws.0.join("package.json").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::os::unix::fs::symlink(
+        outside.0.join("pyproject.toml"),
+        ws.0.join("pyproject.toml"),
+    )
+    .unwrap();
+    let root = ws.0.clone();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(commands::test_command(&root, None, Some("add")));
+    });
+    let detected = receive
+        .recv_timeout(Duration::from_secs(20))
+        .expect("detecting the test command hangs");
+    assert_eq!(detected.as_deref(), Some("python3 -m unittest -k 'add'"));
+}
