@@ -8,7 +8,9 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
+use crate::files::Root;
 use crate::retrieval::Context;
 use crate::workspace::{self, WalkOptions};
 
@@ -54,11 +56,21 @@ pub fn system_prompt(root: &Path) -> String {
 }
 
 /// The `AGENTS.md` files of the workspace, the root's first, then the nested ones by path.
+/// Each is read through the workspace root within the walk's size limit; the root's may be a
+/// link to another file inside (`AGENTS.md -> CLAUDE.md`), never one leading out.
 fn agents_files(root: &Path) -> Vec<(String, String)> {
+    let Ok(tree) = Root::open(root) else {
+        return Vec::new();
+    };
+    let tree = Arc::new(tree);
+    let options = WalkOptions::default();
     let found = std::sync::Mutex::new(Vec::new());
-    workspace::walk(root, &WalkOptions::default(), &|entry| {
-        if entry.relative.rsplit('/').next() == Some("AGENTS.md")
-            && let Ok(text) = std::fs::read_to_string(&entry.path)
+    let walked = workspace::walk_under(&tree, Path::new(""), &options, &|entry| {
+        if entry.relative.rsplit('/').next() == Some(AGENTS_FILE)
+            && let Some(text) = entry
+                .read()
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
         {
             found
                 .lock()
@@ -68,9 +80,23 @@ fn agents_files(root: &Path) -> Vec<(String, String)> {
         true
     });
     let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    // The walk follows no link; the root's own file is looked for through one.
+    if walked.is_ok() && !found.iter().any(|(path, _)| path == AGENTS_FILE) {
+        match tree.read(Path::new(AGENTS_FILE), options.max_file_size) {
+            Ok(bytes) => {
+                if let Ok(text) = String::from_utf8(bytes) {
+                    found.push((AGENTS_FILE.to_owned(), text));
+                }
+            }
+            Err(err) if err.is_not_found() => {}
+            Err(err) => tracing::warn!("{AGENTS_FILE} left out of the prompt: {err}"),
+        }
+    }
     found.sort_by(|a, b| (a.0.matches('/').count(), &a.0).cmp(&(b.0.matches('/').count(), &b.0)));
     found
 }
+
+const AGENTS_FILE: &str = "AGENTS.md";
 
 /// Where the user was when they asked.
 #[derive(Clone, Debug, Default)]
@@ -108,4 +134,58 @@ pub fn task_message(task: &str, focus: &EditorFocus, context: Option<&Context>) 
         }
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `AGENTS.md` as a link inside works as its target; as a FIFO, a link to /dev/zero (out
+    /// of the workspace) or a link to an outside file, it is left out without blocking, and
+    /// the outside text never reaches the prompt.
+    #[test]
+    fn agents_files_are_read_through_the_root_links_inside_followed_links_out_refused() {
+        let dir = std::env::temp_dir().join(format!("wright-prompt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("outside")).unwrap();
+        std::fs::write(dir.join("outside/AGENTS.md"), "OUTSIDE-INSTRUCTIONS\n").unwrap();
+        let workspace = |name: &str| {
+            let root = dir.join(name);
+            std::fs::create_dir_all(root.join("sub")).unwrap();
+            std::fs::write(root.join("CLAUDE.md"), "Use tabs.\n").unwrap();
+            std::fs::write(root.join("sub/AGENTS.md"), "Nested rule.\n").unwrap();
+            root
+        };
+        let linked = workspace("linked");
+        std::os::unix::fs::symlink("CLAUDE.md", linked.join("AGENTS.md")).unwrap();
+        let prompt = system_prompt(&linked);
+        assert!(prompt.contains("[AGENTS.md]\nUse tabs."), "{prompt}");
+        assert!(prompt.contains("[sub/AGENTS.md]\nNested rule."), "{prompt}");
+
+        let out = workspace("out");
+        std::os::unix::fs::symlink(dir.join("outside/AGENTS.md"), out.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink(dir.join("outside/AGENTS.md"), out.join("sub/other.md"))
+            .unwrap();
+        let zero = workspace("zero");
+        std::os::unix::fs::symlink("/dev/zero", zero.join("AGENTS.md")).unwrap();
+        let fifo = workspace("fifo");
+        let c =
+            std::ffi::CString::new(fifo.join("AGENTS.md").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        for root in [out, zero, fifo] {
+            let (send, receive) = std::sync::mpsc::channel();
+            let walked = root.clone();
+            std::thread::spawn(move || {
+                let _ = send.send(system_prompt(&walked));
+            });
+            let prompt = receive
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("{}: the prompt hangs", root.display()));
+            assert!(!prompt.contains("OUTSIDE"), "{prompt}");
+            assert!(!prompt.contains("[AGENTS.md]"), "{prompt}");
+            assert!(prompt.contains("[sub/AGENTS.md]\nNested rule."), "{prompt}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

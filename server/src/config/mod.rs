@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
+use crate::files::{self, FileError, Root};
+
 pub use merge::Part;
 pub use policy::{ALWAYS_PROTECTED, Fallback, SandboxSettings};
 pub use schema::{KEYS, KeySpec, Kind, Merge};
@@ -268,12 +270,21 @@ impl Layers {
     pub fn reload_files(&mut self, roots: &[PathBuf]) {
         self.files.clear();
         if let Some(path) = self.user_file.clone() {
-            let layer = read_file(&path, Source::UserFile(path.clone()));
+            let bytes = files::read_bounded(&path, MAX_CONFIG_FILE);
+            let layer = read_file(bytes, Source::UserFile(path.clone()));
             self.files.push((path, layer.0, layer.1));
         }
         for root in roots {
             let path = workspace_file(root);
-            let layer = read_file(&path, Source::WorkspaceFile(path.clone()));
+            // Through the workspace root: a repository's `.wright` may be a link out, its
+            // file a FIFO or a link to /dev/zero.
+            let bytes = Root::open(root).and_then(|tree| {
+                tree.read(
+                    &Path::new(WORKSPACE_DIR).join(WORKSPACE_FILE),
+                    MAX_CONFIG_FILE,
+                )
+            });
+            let layer = read_file(bytes, Source::WorkspaceFile(path.clone()));
             self.files.push((path, layer.0, layer.1));
         }
     }
@@ -397,17 +408,26 @@ fn environment_layers(env: &dyn Fn(&str) -> Option<String>) -> Vec<Layer> {
         .collect()
 }
 
-fn read_file(path: &Path, source: Source) -> (FileState, Layer) {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+/// The largest configuration file read: a bigger one (or a FIFO, a device, a link out of the
+/// workspace) is refused and its problem says why.
+pub const MAX_CONFIG_FILE: u64 = 1024 * 1024;
+
+fn read_file(bytes: Result<Vec<u8>, FileError>, source: Source) -> (FileState, Layer) {
+    let bytes = match bytes {
+        Ok(bytes) => bytes,
+        Err(err) if err.is_not_found() => {
             return (FileState::Missing, Layer::empty(source));
         }
         Err(err) => {
             let mut layer = Layer::empty(source);
-            layer.problem(format!("cannot read: {err}"));
+            layer.problem(format!("not read, file ignored: {err}"));
             return (FileState::Invalid, layer);
         }
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        let mut layer = Layer::empty(source);
+        layer.problem("not UTF-8 text, file ignored".to_owned());
+        return (FileState::Invalid, layer);
     };
     match toml::from_str::<toml::Table>(&text) {
         Ok(table) => {
@@ -490,8 +510,11 @@ pub fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> Result<PathBuf, NoPriva
 
 /// `<root>/.wright/config.toml`.
 pub fn workspace_file(root: &Path) -> PathBuf {
-    root.join(".wright").join("config.toml")
+    root.join(WORKSPACE_DIR).join(WORKSPACE_FILE)
 }
+
+const WORKSPACE_DIR: &str = ".wright";
+const WORKSPACE_FILE: &str = "config.toml";
 
 /// One resolved setting.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -667,6 +690,71 @@ mod tests {
             problem.contains("not valid TOML") && problem.contains("line 2"),
             "{problem}"
         );
+    }
+
+    /// A workspace's configuration file that is a FIFO, a link to /dev/zero (outside the
+    /// workspace), a link out or too big is refused at once with a problem saying why; the
+    /// user's file is bounded the same way, links followed.
+    #[test]
+    fn configuration_files_that_are_not_small_regular_files_are_refused_without_blocking() {
+        let dir = temp_dir("kinds");
+        let outside = dir.join("outside.toml");
+        std::fs::write(&outside, "model = \"openai/from-outside\"\n").unwrap();
+        let fifo = |path: &Path| {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        type Make<'a> = &'a dyn Fn(&Path);
+        let cases: [(&str, Make); 4] = [
+            ("fifo", &|path| fifo(path)),
+            ("zero", &|path| {
+                std::os::unix::fs::symlink("/dev/zero", path).unwrap()
+            }),
+            ("link-out", &|path| {
+                std::os::unix::fs::symlink(&outside, path).unwrap()
+            }),
+            ("huge", &|path| {
+                let mut text = "model = \"openai/huge\"\n".to_owned();
+                text.push_str(&"#".repeat(MAX_CONFIG_FILE as usize));
+                std::fs::write(path, text).unwrap();
+            }),
+        ];
+        for (name, make) in cases {
+            let root = dir.join(name);
+            std::fs::create_dir_all(root.join(".wright")).unwrap();
+            make(&workspace_file(&root));
+            let (send, receive) = std::sync::mpsc::channel();
+            let roots = vec![root.clone()];
+            std::thread::spawn(move || {
+                let _ = send.send(Layers::load(None, &roots, &no_env).resolve());
+            });
+            let config = receive
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("{name}: loading the configuration hangs"));
+            assert_eq!(config.get("model"), None, "{name}");
+            let problems: Vec<String> = config.problems().iter().map(ToString::to_string).collect();
+            assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+            let why = match name {
+                "fifo" => "a FIFO",
+                "huge" => "over the limit",
+                _ => "leads outside the workspace",
+            };
+            assert!(
+                problems[0].contains("not read") && problems[0].contains(why),
+                "{name}: {problems:?}"
+            );
+        }
+        // The user's own file: a FIFO is refused too; a link is the user's and is followed.
+        let user = dir.join("user-fifo.toml");
+        fifo(&user);
+        let config = Layers::load(Some(user), &[], &no_env).resolve();
+        assert!(config.problems()[0].to_string().contains("a FIFO"));
+        let user = dir.join("user-link.toml");
+        std::os::unix::fs::symlink(&outside, &user).unwrap();
+        let config = Layers::load(Some(user), &[], &no_env).resolve();
+        assert_eq!(config.get("model"), Some("openai/from-outside"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

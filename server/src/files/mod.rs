@@ -851,6 +851,35 @@ fn read_opened(fd: OwnedFd, display: &Path, limit: u64) -> Result<Vec<u8>, FileE
     Ok(bytes)
 }
 
+/// The whole regular file at `path`, a file of no workspace (the user's own configuration, an
+/// ignore file of a folder above the workspace): links are followed, as the user made them,
+/// but a FIFO or device is refused without being opened for long, and at most `limit` bytes
+/// are read.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
+    // Looked at first (through links), so a FIFO or device is never opened.
+    let stat = Stat::of(&rustix::fs::stat(path).map_err(|errno| FileError::io(path, errno))?);
+    if !stat.is_file() {
+        return Err(FileError::NotRegular {
+            path: path.to_owned(),
+            kind: kind_name(stat.kind),
+        });
+    }
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|errno| FileError::io(path, errno))?;
+    read_opened(fd, path, limit)
+}
+
+/// The entry at `path` itself (a link is not followed), a file of no workspace.
+pub fn lstat_outside(path: &Path) -> Result<Stat, FileError> {
+    rustix::fs::lstat(path)
+        .map(|stat| Stat::of(&stat))
+        .map_err(|errno| FileError::io(path, errno))
+}
+
 /// `path` with `.` dropped and `..` applied lexically where a name precedes it (leading
 /// `..`s stay, so a path that climbs out still says so).
 pub fn normalize(path: &Path) -> PathBuf {

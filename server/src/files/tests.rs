@@ -460,3 +460,37 @@ fn writing_a_python_file_drops_its_bytecode_and_no_other() {
     root.write(Path::new("src/calc.txt"), b"x", None).unwrap();
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 3);
 }
+
+#[test]
+fn a_bounded_read_of_a_file_of_no_workspace_follows_links_but_refuses_fifos_and_devices() {
+    let s = Scratch::new("bounded");
+    let fifo = s.outside().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    symlink(s.outside().join("secret"), s.outside().join("link")).unwrap();
+    assert_eq!(
+        read_bounded(&s.outside().join("link"), 1 << 20).unwrap(),
+        b"outside secret\n"
+    );
+    assert!(matches!(
+        read_bounded(&fifo, 1 << 20).unwrap_err(),
+        FileError::NotRegular { kind: "a FIFO", .. }
+    ));
+    assert!(matches!(
+        read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err(),
+        FileError::NotRegular {
+            kind: "a character device",
+            ..
+        }
+    ));
+    assert!(matches!(
+        read_bounded(&s.outside().join("secret"), 4).unwrap_err(),
+        FileError::TooLarge { size: 15, .. }
+    ));
+    assert!(
+        read_bounded(&s.outside().join("missing"), 4)
+            .unwrap_err()
+            .is_not_found()
+    );
+}

@@ -30,7 +30,7 @@ mod store;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use tantivy::collector::TopDocs;
@@ -45,6 +45,7 @@ pub use lexical::scan as scan_lexical;
 pub use schema::{identifier_parts, words};
 pub use store::{FileRecord, root_key};
 
+use crate::files::{FileError, Root};
 use crate::languages::Language;
 use crate::workspace::{self, FileText, SkipReason, Skipped, WalkOptions};
 use schema::Fields;
@@ -169,6 +170,8 @@ pub struct Options {
 
 pub struct Index {
     root: PathBuf,
+    /// The workspace, through which every file is read (never through a link out).
+    tree: Arc<Root>,
     dir: PathBuf,
     fields: Fields,
     /// `None` when another process (a language server, another `wright index`) holds the
@@ -189,6 +192,10 @@ impl Index {
     /// Opens the index of `root`, creating it or rebuilding it when the one on disk cannot be
     /// trusted.
     pub fn open(root: &Path, options: Options) -> Result<Self, IndexError> {
+        let tree = Root::open(root).map_err(|err| IndexError::Io {
+            path: root.to_path_buf(),
+            source: err.into_io(),
+        })?;
         let dir = store::index_dir(&options.cache_dir, root);
         let (index, manifest, opened) = store::open_or_create(&dir, root)?;
         let fields = schema::schema().1;
@@ -219,6 +226,7 @@ impl Index {
         };
         Ok(Self {
             root: root.to_path_buf(),
+            tree: Arc::new(tree),
             dir,
             fields,
             recent: Mutex::new(recent),
@@ -233,6 +241,34 @@ impl Index {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The workspace as a [`Root`]: what every read of its files goes through.
+    pub fn tree(&self) -> &Arc<Root> {
+        &self.tree
+    }
+
+    /// The walk options the index was opened with (its size limit).
+    pub fn walk_options(&self) -> &WalkOptions {
+        &self.options.walk
+    }
+
+    /// The text of the indexed file `relative` as the disk holds it, read through the root
+    /// within the size limit; `None` when it cannot be read (gone, binary, a link out).
+    pub fn read_source(&self, relative: &str) -> Option<String> {
+        let bytes = self
+            .tree
+            .read(Path::new(relative), self.options.walk.max_file_size)
+            .ok()?;
+        match workspace::decode(bytes) {
+            FileText::Text(text) | FileText::Lossy(text) => Some(text),
+            FileText::Binary => None,
+        }
+    }
+
+    /// Whether the index holds `relative`.
+    pub fn has_file(&self, relative: &str) -> bool {
+        self.read_manifest().files.contains_key(relative)
     }
 
     /// Whether another process holds the writer: queries work, refresh and updates do not.
@@ -306,10 +342,15 @@ impl Index {
             return Ok(self.report_as_is(started));
         }
         let found = Mutex::new(Vec::new());
-        let mut skipped = workspace::walk(&self.root, &self.options.walk, &|entry| {
-            found.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
-            true
-        });
+        let mut skipped =
+            workspace::walk_under(&self.tree, Path::new(""), &self.options.walk, &|entry| {
+                found.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+                true
+            })
+            .map_err(|err| IndexError::Io {
+                path: self.root.clone(),
+                source: err.into_io(),
+            })?;
         let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
         let other_files = found
             .iter()
@@ -359,9 +400,13 @@ impl Index {
                         let Some((language, entry)) = candidates.get(i) else {
                             break;
                         };
-                        match std::fs::read(&entry.path) {
-                            Err(_) => {
-                                local_skips.add(SkipReason::Unreadable, &entry.relative);
+                        match entry.read() {
+                            Err(err) => {
+                                let reason = match err {
+                                    FileError::TooLarge { .. } => SkipReason::TooLarge,
+                                    _ => SkipReason::Unreadable,
+                                };
+                                local_skips.add(reason, &entry.relative);
                                 local.push(Update::Drop(entry.relative.clone()));
                             }
                             Ok(bytes) => {
@@ -584,11 +629,11 @@ impl Index {
         let Some(language) = Language::from_path(Path::new(relative)) else {
             return false;
         };
-        let path = self.root.join(relative);
-        let Ok(metadata) = std::fs::metadata(&path) else {
+        let path = Path::new(relative);
+        let Ok(Some(stat)) = self.tree.stat(path) else {
             return false;
         };
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = self.tree.read(path, self.options.walk.max_file_size) else {
             return false;
         };
         let hash = store::hash(&bytes);
@@ -599,12 +644,7 @@ impl Index {
         // The parse runs without the writer: updates go on meanwhile, and are checked for below.
         let extracted = extract(language, &text).unwrap_or_default();
         let documents = self.documents(relative, &extracted);
-        let record = FileRecord::new(
-            text.len() as u64,
-            workspace::mtime_ns(&metadata),
-            hash,
-            &extracted,
-        );
+        let record = FileRecord::new(text.len() as u64, stat.mtime_ns, hash, &extracted);
         let guard = self.lock_writer();
         let Some(writer) = guard.as_ref() else {
             return false;

@@ -1,15 +1,16 @@
 //! Conversions between LSP types and the byte-offset, path-based types below `lsp/`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tower_lsp_server::ls_types as lsp;
 
 use crate::buffers::{DocumentKey, Position, PositionEncoding, TextChange};
 
+/// The key of a document: its file's path (as [`file_path`] reads it), else its URI.
 pub fn document_key(uri: &lsp::Uri) -> DocumentKey {
-    match uri.to_file_path() {
-        Some(path) => DocumentKey::File(path.into_owned()),
+    match file_path(uri) {
+        Some(path) => DocumentKey::File(path),
         None => DocumentKey::Other(uri.as_str().to_owned()),
     }
 }
@@ -29,9 +30,44 @@ pub fn path_uri(path: &std::path::Path) -> Option<lsp::Uri> {
     lsp::Uri::from_file_path(path)
 }
 
-/// The path of a `file:` URI; `None` for other schemes, which name no workspace root.
+/// The path of a `file:` URI, percent-decoded and then normalised lexically (`.` dropped,
+/// `..` applied), so that `file:///ws/../../elsewhere/x` and its `%2E%2E` spelling name the
+/// file they lead to and are judged by that; `None` for other schemes, which name no
+/// workspace root, and for a path that is not absolute.
 pub fn file_path(uri: &lsp::Uri) -> Option<PathBuf> {
-    uri.to_file_path().map(|path| path.into_owned())
+    let is_file = uri
+        .as_str()
+        .get(..5)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("file:"));
+    if !is_file {
+        return None;
+    }
+    let decoded = uri.to_file_path()?;
+    if !decoded.is_absolute() {
+        return None;
+    }
+    let normal = crate::files::normalize(&decoded);
+    if normal.as_path() != decoded.as_ref() {
+        tracing::debug!("{} names {}", uri.as_str(), normal.display());
+    }
+    Some(normal)
+}
+
+/// The root of `roots` that holds `path` (the deepest, for nested roots), compared after the
+/// lexical normalisation [`file_path`] did: a path with `..` left in it is in no root.
+pub fn root_holding<'a>(roots: &'a [PathBuf], path: &Path) -> Option<&'a PathBuf> {
+    roots
+        .iter()
+        .filter(|root| is_in(root, path))
+        .max_by_key(|root| root.as_os_str().len())
+}
+
+/// Whether `path` lies in `root`, lexically (see [`root_holding`]).
+pub fn is_in(root: &Path, path: &Path) -> bool {
+    !path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+        && path.starts_with(root)
 }
 
 pub fn position(position: lsp::Position) -> Position {
@@ -99,7 +135,7 @@ impl BufferOverlay {
         let mut paths: Vec<String> = self
             .0
             .keys()
-            .filter(|path| path.starts_with(root))
+            .filter(|path| is_in(root, path))
             .map(|path| crate::workspace::relative_path(root, path))
             .collect();
         paths.sort();
@@ -258,5 +294,52 @@ mod identifier_tests {
         assert_eq!(identifier_at(text, 3).as_deref(), Some("let"));
         assert_eq!(identifier_at(text, 25), None);
         assert_eq!(identifier_at("日本 語", 7).as_deref(), Some("語"));
+    }
+}
+
+#[cfg(test)]
+mod uri_tests {
+    use super::*;
+
+    fn path(uri: &str) -> Option<PathBuf> {
+        file_path(&uri.parse::<lsp::Uri>().unwrap())
+    }
+
+    #[test]
+    fn file_uris_are_decoded_then_normalised_before_they_are_compared_with_the_roots() {
+        let roots = [PathBuf::from("/ws"), PathBuf::from("/ws/nested")];
+        for (uri, expected) in [
+            ("file:///ws/src/a.rs", "/ws/src/a.rs"),
+            (
+                "file:///ws/../../elsewhere/secret.py",
+                "/elsewhere/secret.py",
+            ),
+            (
+                "file:///ws/%2E%2E/elsewhere/secret.py",
+                "/elsewhere/secret.py",
+            ),
+            ("file:///ws/src/%2e%2e/%2E%2E/etc/passwd", "/etc/passwd"),
+            ("file:///ws/src/..%2F..%2Fetc/passwd", "/etc/passwd"),
+            ("file:///ws/./src/../a.rs", "/ws/a.rs"),
+            ("FILE:///ws/nested/b.rs", "/ws/nested/b.rs"),
+        ] {
+            assert_eq!(path(uri), Some(PathBuf::from(expected)), "{uri}");
+        }
+        let holder = |uri: &str| root_holding(&roots, &path(uri).unwrap()).cloned();
+        assert_eq!(holder("file:///ws/src/a.rs"), Some(PathBuf::from("/ws")));
+        assert_eq!(
+            holder("file:///ws/nested/b.rs"),
+            Some(PathBuf::from("/ws/nested"))
+        );
+        assert_eq!(holder("file:///ws/../../elsewhere/secret.py"), None);
+        assert_eq!(holder("file:///ws/%2E%2E/ws-other/x.py"), None);
+        // A path that still climbs is in no root, lexically.
+        assert!(!is_in(Path::new("/ws"), Path::new("/ws/../x")));
+        // Other schemes name no file.
+        assert_eq!(path("untitled:Untitled-1"), None);
+        assert_eq!(
+            document_key(&"file:///ws/%2E%2E/x".parse().unwrap()),
+            DocumentKey::File(PathBuf::from("/x"))
+        );
     }
 }

@@ -19,9 +19,10 @@ use tokio::sync::mpsc;
 use tower_lsp_server::Client;
 use tower_lsp_server::ls_types as lsp;
 
+use super::convert;
 use crate::buffers::{Buffers, DocumentKey};
 use crate::index::{self, Index, SymbolHit};
-use crate::workspace::{self, FileText, WalkOptions};
+use crate::workspace::{self, FileText, Filter, WalkOptions};
 
 /// How long updates gather before they are applied: a burst of keystrokes is one update,
 /// and a changed file is searchable again well within the tens of milliseconds an editor's
@@ -185,7 +186,7 @@ impl Indexes {
                         .snapshot()
                         .into_iter()
                         .filter_map(|(key, _)| match key {
-                            DocumentKey::File(path) if path.starts_with(&root) => Some(path),
+                            DocumentKey::File(path) if convert::is_in(&root, &path) => Some(path),
                             _ => None,
                         })
                         .collect();
@@ -236,7 +237,7 @@ impl Indexes {
         let indexes = self.indexes.read().unwrap_or_else(|e| e.into_inner());
         let index = indexes
             .iter()
-            .filter(|index| path.starts_with(index.root()))
+            .filter(|index| convert::is_in(index.root(), path))
             .max_by_key(|index| index.root().as_os_str().len())?;
         Some((
             Arc::clone(index),
@@ -253,20 +254,20 @@ impl Indexes {
         indexes.first().map(|index| (Arc::clone(index), None))
     }
 
-    /// Definitions matching `query` across every root, best first, with their roots.
-    pub fn symbols(&self, query: &str, limit: usize) -> Vec<(PathBuf, SymbolHit)> {
+    /// Definitions matching `query` across every root, best first, with their indexes.
+    pub fn symbols(&self, query: &str, limit: usize) -> Vec<(Arc<Index>, SymbolHit)> {
         let indexes = self
             .indexes
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut hits: Vec<(PathBuf, SymbolHit)> = indexes
+        let mut hits: Vec<(Arc<Index>, SymbolHit)> = indexes
             .iter()
             .flat_map(|index| {
                 index
                     .symbols(query, None, limit)
                     .into_iter()
-                    .map(|hit| (index.root().to_path_buf(), hit))
+                    .map(|hit| (Arc::clone(index), hit))
             })
             .collect();
         hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
@@ -275,21 +276,81 @@ impl Indexes {
     }
 
     /// Applies a batch of changes on a blocking thread, then commits the indexes touched.
+    /// Each path goes through the walk's filters first (ignore rules, generated folders, the
+    /// size limit, no link followed and none out of the workspace): a file the walk would not
+    /// index is not indexed from an editor's event either, and leaves the index if it was in.
     fn apply(&self, batch: BTreeSet<PathBuf>) {
         let mut touched: Vec<Arc<Index>> = Vec::new();
+        let mut filters: Vec<(Arc<Index>, Filter)> = Vec::new();
         for path in batch {
             let Some((index, relative)) = self.index_for(&path) else {
+                tracing::debug!("{}: in no workspace folder, not indexed", path.display());
                 continue;
             };
-            let buffer = self.lock_buffers().get(&DocumentKey::File(path.clone()));
-            match buffer {
-                Some(document) => index.update_text(&relative, &document.text().to_string()),
-                None => match std::fs::read(&path).map(workspace::decode) {
-                    Ok(FileText::Text(text) | FileText::Lossy(text)) => {
-                        index.update_text(&relative, &text)
+            let position = match filters.iter().position(|(i, _)| Arc::ptr_eq(i, &index)) {
+                Some(position) => position,
+                None => {
+                    let filter = Filter::new(Arc::clone(index.tree()), index.walk_options());
+                    filters.push((Arc::clone(&index), filter));
+                    filters.len() - 1
+                }
+            };
+            let filter = &filters[position].1;
+            let text = match filter.check(Path::new(&relative)) {
+                Ok(on_disk) => {
+                    let buffer = self.lock_buffers().get(&DocumentKey::File(path.clone()));
+                    match (buffer, on_disk) {
+                        (Some(document), _) => {
+                            let text = document.text().to_string();
+                            if text.len() as u64 > filter.max_file_size() {
+                                Err((
+                                    format!(
+                                        "{relative}: the buffer is {} bytes, over the size limit of {}",
+                                        text.len(),
+                                        filter.max_file_size()
+                                    ),
+                                    false,
+                                ))
+                            } else {
+                                Ok(Some(text))
+                            }
+                        }
+                        (None, None) => Ok(None),
+                        (None, Some(_)) => match index
+                            .tree()
+                            .read(Path::new(&relative), filter.max_file_size())
+                        {
+                            Ok(bytes) => match workspace::decode(bytes) {
+                                FileText::Text(text) | FileText::Lossy(text) => Ok(Some(text)),
+                                FileText::Binary => Ok(None),
+                            },
+                            Err(err) if err.is_not_found() => Ok(None),
+                            Err(err) => Err((err.to_string(), err.kind() == "outside")),
+                        },
                     }
-                    Ok(FileText::Binary) | Err(_) => index.remove(&relative),
-                },
+                }
+                Err(excluded) => {
+                    let outside = matches!(excluded, workspace::Excluded::Outside(_));
+                    Err((excluded.to_string(), outside))
+                }
+            };
+            match text {
+                Ok(Some(text)) => index.update_text(&relative, &text),
+                // Gone, or binary: out of the index.
+                Ok(None) => index.remove(&relative),
+                Err((why, outside)) => {
+                    if index.has_file(&relative) {
+                        tracing::info!("dropped from the index: {why}");
+                        index.remove(&relative);
+                    } else if outside {
+                        // What an editor should never report: said where people look.
+                        tracing::warn!("not indexed: {why}");
+                        continue;
+                    } else {
+                        tracing::debug!("not indexed: {why}");
+                        continue;
+                    }
+                }
             }
             if !touched.iter().any(|t| Arc::ptr_eq(t, &index)) {
                 touched.push(index);

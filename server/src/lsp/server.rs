@@ -383,11 +383,7 @@ impl Backend {
     fn relative_in_root(&self, uri: &lsp::Uri) -> Option<String> {
         let path = convert::file_path(uri)?;
         let workspace = lock(&self.workspace);
-        let root = workspace
-            .roots
-            .iter()
-            .filter(|root| path.starts_with(root))
-            .max_by_key(|root| root.as_os_str().len())?;
+        let root = convert::root_holding(&workspace.roots, &path)?;
         Some(crate::workspace::relative_path(root, &path))
     }
 
@@ -470,13 +466,7 @@ impl Backend {
             let workspace = lock(&self.workspace);
             let root = path
                 .as_ref()
-                .and_then(|path| {
-                    workspace
-                        .roots
-                        .iter()
-                        .filter(|root| path.starts_with(root))
-                        .max_by_key(|root| root.as_os_str().len())
-                })
+                .and_then(|path| convert::root_holding(&workspace.roots, path))
                 .or(workspace.roots.first())
                 .cloned()
                 .unwrap_or_else(|| self.options.default_root.clone());
@@ -490,7 +480,7 @@ impl Backend {
         let mut focus = crate::agent::prompt::EditorFocus {
             path: path
                 .as_ref()
-                .filter(|path| path.starts_with(&root))
+                .filter(|path| convert::is_in(&root, path))
                 .map(|path| crate::workspace::relative_path(&root, path)),
             selection: None,
         };
@@ -845,9 +835,18 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_watched_files(&self, params: lsp::DidChangeWatchedFilesParams) {
+        let roots = lock(&self.workspace).roots.clone();
         for change in &params.changes {
-            if let Some(path) = convert::file_path(&change.uri) {
-                self.indexes.changed(path);
+            match convert::file_path(&change.uri) {
+                Some(path) if convert::root_holding(&roots, &path).is_some() => {
+                    self.indexes.changed(path);
+                }
+                // The watchers are registered for the workspace folders only: a change
+                // elsewhere (`file:///ws/../../x`) is no file of theirs.
+                _ => tracing::warn!(
+                    "ignored a watched-file change outside the workspace folders: {}",
+                    change.uri.as_str()
+                ),
             }
         }
         let touches_config = {
@@ -939,8 +938,8 @@ impl LanguageServer for Backend {
         // each line's text: from the buffer when open, else from the disk, one read per file.
         let mut lines: HashMap<PathBuf, Vec<String>> = HashMap::new();
         let mut symbols = Vec::with_capacity(hits.len());
-        for (root, hit) in hits {
-            let path = root.join(&hit.path);
+        for (index, hit) in hits {
+            let path = index.root().join(&hit.path);
             let Some(uri) = lsp::Uri::from_file_path(&path) else {
                 continue;
             };
@@ -948,7 +947,7 @@ impl LanguageServer for Backend {
                 let text = lock(&self.buffers)
                     .get(&DocumentKey::File(path.clone()))
                     .map(|document| document.text().to_string())
-                    .or_else(|| std::fs::read_to_string(&path).ok())
+                    .or_else(|| index.read_source(&hit.path))
                     .unwrap_or_default();
                 text.lines().map(str::to_owned).collect()
             });

@@ -11,7 +11,6 @@
 //! the disk) at its lines.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 
 use crate::index::{self, FileRecord, Index, SymbolHit};
 use crate::llm::tokens;
@@ -154,8 +153,7 @@ pub fn retrieve(index: &Index, overlay: &dyn Overlay, query: &Query) -> Context 
     let mut candidates: Vec<Snippet> = Vec::new();
     let mut shown: HashSet<(String, u32)> = HashSet::new();
     for (rank_in_hits, (weight, hit)) in hits.iter().enumerate() {
-        if let Some(snippet) = definition_snippet(index.root(), overlay, hit, *weight, rank_in_hits)
-        {
+        if let Some(snippet) = definition_snippet(index, overlay, hit, *weight, rank_in_hits) {
             shown.insert((hit.path.clone(), hit.start_line));
             candidates.push(snippet);
         }
@@ -415,23 +413,24 @@ fn rank(
     }
 }
 
-/// The lines of a file as the workspace view holds it.
-fn file_lines(root: &Path, overlay: &dyn Overlay, relative: &str) -> Option<Vec<String>> {
-    let path = root.join(relative);
+/// The lines of a file as the workspace view holds it (the disk read through the index's
+/// root, within its size limit).
+fn file_lines(index: &Index, overlay: &dyn Overlay, relative: &str) -> Option<Vec<String>> {
+    let path = index.root().join(relative);
     let text = overlay
         .buffer_text(&path)
-        .or_else(|| std::fs::read_to_string(&path).ok())?;
+        .or_else(|| index.read_source(relative))?;
     Some(text.lines().map(str::to_owned).collect())
 }
 
 fn definition_snippet(
-    root: &Path,
+    index: &Index,
     overlay: &dyn Overlay,
     hit: &SymbolHit,
     weight: f64,
     order: usize,
 ) -> Option<Snippet> {
-    let lines = file_lines(root, overlay, &hit.path)?;
+    let lines = file_lines(index, overlay, &hit.path)?;
     let end = (hit.end_line as usize).min(lines.len().saturating_sub(1));
     // The doc comment and attributes above a definition belong with it.
     let mut start = (hit.start_line as usize).min(end);

@@ -1,6 +1,6 @@
 //! Retrieval on a small workspace whose reference graph is known.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::index::Options;

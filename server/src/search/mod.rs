@@ -95,9 +95,8 @@ pub fn grep(
             .before_context(query.context)
             .after_context(query.context)
             .binary_detection(BinaryDetection::quit(0))
-            // Plain reads, as ripgrep does when it walks a tree: mapping and unmapping many
-            // small files costs more than reading them (and a file truncated while mapped
-            // could raise SIGBUS).
+            // Files are read whole through the workspace root and searched as slices; never
+            // mapped (a file truncated while mapped could raise SIGBUS).
             .memory_map(MmapChoice::never())
             .build()
     };
@@ -115,9 +114,14 @@ pub fn grep(
             matches: Vec::new(),
             pending_before: Vec::new(),
         };
+        // The disk's bytes through the workspace root, never by path: the file the walk saw
+        // may have been replaced by a link out since.
         let searched = match overlay.buffer_text(&entry.path) {
             Some(text) => searcher.search_slice(&matcher, text.as_bytes(), &mut sink),
-            None => searcher.search_path(&matcher, &entry.path, &mut sink),
+            None => match entry.read() {
+                Ok(bytes) => searcher.search_slice(&matcher, &bytes, &mut sink),
+                Err(err) => Err(err.into_io()),
+            },
         };
         searchers
             .lock()

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::{Args, Failure, ToolContext, ToolOutput, ToolResult};
 use crate::agent::Cancel;
+use crate::files::Root;
 
 /// Characters of a command's output the model sees: the head and the tail, the middle
 /// counted. Build logs put the cause near the end and the command line near the start.
@@ -178,7 +179,10 @@ pub(crate) fn test_command(
             None => command.to_owned(),
         });
     }
-    let has = |name: &str| root.join(name).exists();
+    // Read through the workspace root, bounded: a repository's `package.json` may be a FIFO
+    // or a link out.
+    let tree = Root::open(root).ok()?;
+    let has = |name: &str| tree.stat(Path::new(name)).is_ok_and(|stat| stat.is_some());
     let with = |base: &str, flag: &str| match &quoted {
         Some(filter) => format!("{base} {flag}{filter}"),
         None => base.to_owned(),
@@ -190,35 +194,47 @@ pub(crate) fn test_command(
         return Some(with("go test ./...", "-run "));
     }
     if has("package.json")
-        && std::fs::read_to_string(root.join("package.json"))
-            .ok()
+        && read_small(&tree, "package.json")
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
             .is_some_and(|package| package["scripts"]["test"].is_string())
     {
         return Some(with("npm test --silent --", "-t "));
     }
-    if uses_pytest(root) {
+    if uses_pytest(&tree) {
         return Some(with("python3 -m pytest -q", "-k "));
     }
-    if is_python_project(root) {
+    if is_python_project(&tree) {
         // The standard library's runner: a project that never set pytest up may not have it.
         return Some(with("python3 -m unittest", "-k "));
     }
     None
 }
 
+/// The largest project file read to detect its test command.
+const MAX_PROJECT_FILE: u64 = 1024 * 1024;
+
+/// The text of a project file at the root, if it is a regular file of a sane size.
+fn read_small(tree: &Root, name: &str) -> Option<String> {
+    String::from_utf8(tree.read(Path::new(name), MAX_PROJECT_FILE).ok()?).ok()
+}
+
+fn is_file(tree: &Root, name: &str) -> bool {
+    tree.stat(Path::new(name))
+        .is_ok_and(|stat| stat.is_some_and(|stat| stat.is_file()))
+}
+
 /// Whether the project configures pytest (its own file, a section of a shared one, or a
 /// `conftest.py`): only then is pytest the project's runner.
-fn uses_pytest(root: &Path) -> bool {
+fn uses_pytest(tree: &Root) -> bool {
     let mentions = |name: &str, section: &str| {
-        std::fs::read_to_string(root.join(name)).is_ok_and(|text| {
+        read_small(tree, name).is_some_and(|text| {
             text.lines()
                 .any(|line| line.trim_start().starts_with(section))
         })
     };
-    root.join("pytest.ini").is_file()
-        || root.join("conftest.py").is_file()
-        || root.join("tests/conftest.py").is_file()
+    is_file(tree, "pytest.ini")
+        || is_file(tree, "conftest.py")
+        || is_file(tree, "tests/conftest.py")
         || mentions("pyproject.toml", "[tool.pytest")
         || mentions("setup.cfg", "[tool:pytest]")
         || mentions("tox.ini", "[pytest]")
@@ -226,20 +242,19 @@ fn uses_pytest(root: &Path) -> bool {
 
 /// Whether the root is a Python project: its packaging files, or test modules as unittest
 /// discovers them (`test*.py` at the root or in `tests/`).
-fn is_python_project(root: &Path) -> bool {
+fn is_python_project(tree: &Root) -> bool {
     let packaged = ["pyproject.toml", "setup.py", "setup.cfg", "tox.ini"]
         .iter()
-        .any(|name| root.join(name).is_file());
-    let has_tests = |dir: &Path| {
-        std::fs::read_dir(dir).is_ok_and(|entries| {
-            entries.flatten().any(|entry| {
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
+        .any(|name| is_file(tree, name));
+    let has_tests = |dir: &str| {
+        tree.read_dir(Path::new(dir)).is_ok_and(|entries| {
+            entries.iter().any(|entry| {
+                let name = entry.name.to_string_lossy();
                 name.starts_with("test") && name.ends_with(".py")
             })
         })
     };
-    packaged || has_tests(root) || has_tests(&root.join("tests"))
+    packaged || has_tests("") || has_tests("tests")
 }
 
 fn shell_quote(text: &str) -> String {

@@ -3,8 +3,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::{Args, Failure, ToolContext, ToolOutput, ToolResult, workspace_path};
+use crate::files::{FileError, Root};
 use crate::workspace::{self, FileText};
 
 /// Lines one read returns at most: a model that wants more asks for the next range.
@@ -12,6 +14,9 @@ const MAX_READ_LINES: usize = 800;
 /// Characters of one line shown at most (minified files have lines of megabytes).
 const MAX_LINE_CHARS: usize = 500;
 const MAX_LIST_ENTRIES: usize = 400;
+/// The largest file `read_file` reads (a regular file's size is known before; this bounds
+/// what a model can make the server hold for one call).
+const MAX_READ_BYTES: u64 = 32 * 1024 * 1024;
 
 pub(super) fn list_dir(context: &ToolContext, args: &Args) -> ToolResult {
     let depth = args.optional_u64("depth")?.unwrap_or(2).clamp(1, 6) as usize;
@@ -21,22 +26,27 @@ pub(super) fn list_dir(context: &ToolContext, args: &Args) -> ToolResult {
             .to_string_lossy()
             .replace('\\', "/"),
     };
-    let full = context.root.join(&base);
-    if !full.is_dir() {
-        return Err(Failure::Refused(format!(
-            "{}: not a directory of the workspace",
-            if base.is_empty() { "." } else { &base }
-        )));
+    let tree = Arc::new(open_tree(context)?);
+    let shown = if base.is_empty() { "." } else { &base };
+    match tree.stat(Path::new(&base)) {
+        Ok(Some(stat)) if stat.is_dir() => {}
+        Ok(_) => {
+            return Err(Failure::Refused(format!(
+                "{shown}: not a directory of the workspace"
+            )));
+        }
+        Err(err) => return Err(refused(shown, &err)),
     }
     // The walk respects the ignore rules and skips generated folders, as the index does.
     let entries = std::sync::Mutex::new(Vec::new());
-    let skipped = workspace::walk(&full, &context.walk, &|entry| {
+    let skipped = workspace::walk_under(&tree, Path::new(&base), &context.walk, &|entry| {
         entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(entry.relative);
         true
-    });
+    })
+    .map_err(|err| refused(shown, &err))?;
     let mut files = entries.into_inner().unwrap_or_else(|e| e.into_inner());
     files.sort();
 
@@ -144,27 +154,46 @@ pub(super) fn read_file(context: &ToolContext, args: &Args) -> ToolResult {
     Ok(ToolOutput::ok(out))
 }
 
-/// The text of `path`: its open buffer, else the disk; binary files refused.
-pub(super) fn read_text(context: &ToolContext, path: &Path) -> Result<String, Failure> {
-    let shown = path.display();
-    let full = context.root.join(path);
-    if let Some(text) = context.overlay.buffer_text(&full) {
-        return Ok(text);
-    }
-    let bytes = std::fs::read(&full).map_err(|err| match err.kind() {
-        std::io::ErrorKind::NotFound => Failure::Refused(format!(
+/// The workspace as the tools read it: every read resolved beneath the root, never through a
+/// link that leads out.
+pub(super) fn open_tree(context: &ToolContext) -> Result<Root, Failure> {
+    Root::open(&context.root).map_err(|err| Failure::Refused(format!("the workspace: {err}")))
+}
+
+/// A read refused or failed, said for the model.
+fn refused(shown: &str, err: &FileError) -> Failure {
+    match err {
+        FileError::Outside { .. } | FileError::Escapes { .. } => Failure::Refused(format!("{err}")),
+        FileError::NotRegular {
+            kind: "a folder", ..
+        } => Failure::Refused(format!("{shown}: a directory; use list_dir")),
+        err if err.is_not_found() => Failure::Refused(format!(
             "{shown}: no such file; list_dir or grep to find the right path"
         )),
-        std::io::ErrorKind::IsADirectory => {
-            Failure::Refused(format!("{shown}: a directory; use list_dir"))
-        }
-        _ => Failure::Refused(format!("{shown}: cannot read: {err}")),
-    })?;
-    if full.is_dir() {
-        return Err(Failure::Refused(format!(
-            "{shown}: a directory; use list_dir"
-        )));
+        err => Failure::Refused(format!("{shown}: cannot read: {err}")),
     }
+}
+
+/// The text of `path`: its open buffer, else the disk; binary files refused. Where the path
+/// leads is checked first, so not even an editor's buffer of a link out is read.
+pub(super) fn read_text(context: &ToolContext, path: &Path) -> Result<String, Failure> {
+    let shown = path.to_string_lossy();
+    let tree = open_tree(context)?;
+    match tree.stat(path) {
+        Ok(Some(stat)) if stat.is_dir() => {
+            return Err(Failure::Refused(format!(
+                "{shown}: a directory; use list_dir"
+            )));
+        }
+        Ok(_) => {}
+        Err(err) => return Err(refused(&shown, &err)),
+    }
+    if let Some(text) = context.overlay.buffer_text(&context.root.join(path)) {
+        return Ok(text);
+    }
+    let bytes = tree
+        .read(path, MAX_READ_BYTES.max(context.walk.max_file_size))
+        .map_err(|err| refused(&shown, &err))?;
     match workspace::decode(bytes) {
         FileText::Text(text) | FileText::Lossy(text) => Ok(text),
         FileText::Binary => Err(Failure::Refused(format!(

@@ -541,3 +541,87 @@ fn python_projects_run_pytest_only_where_they_configure_it() {
     // Not a Python project at all.
     assert_eq!(detect("py-none", &[("notes.py", "")]), "");
 }
+
+/// `read_file`, `list_dir` and `grep` never read through a link leading out of the
+/// workspace, not even when the editor holds the outside file's text in a buffer; a link that
+/// stays inside reads as its target.
+#[test]
+fn reading_tools_refuse_links_out_even_when_the_editor_holds_the_file() {
+    const SECRET: &str = "OUTSIDE-SECRET-93";
+    let ws = Workspace::new("links-out", &[("src/lib.rs", LIB)]);
+    let outside = Workspace::new(
+        "links-out-outside",
+        &[
+            ("secret.txt", "OUTSIDE-SECRET-93\n"),
+            ("dir/mod.rs", "fn outside() {} // OUTSIDE-SECRET-93\n"),
+        ],
+    );
+    std::os::unix::fs::symlink(outside.0.join("secret.txt"), ws.0.join("key.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.0.join("dir"), ws.0.join("linked")).unwrap();
+    std::os::unix::fs::symlink("src/lib.rs", ws.0.join("alias.rs")).unwrap();
+    struct Held(PathBuf);
+    impl Overlay for Held {
+        fn buffer_text(&self, path: &Path) -> Option<String> {
+            (path == self.0).then(|| format!("{SECRET} as the editor shows it"))
+        }
+    }
+    let mut cx = context(&ws.0, None);
+    cx.overlay = Arc::new(Held(ws.0.join("key.txt")));
+    for (name, arguments, link) in [
+        ("read_file", json!({"path": "key.txt"}), "key.txt"),
+        ("read_file", json!({"path": "linked/mod.rs"}), "linked"),
+        ("list_dir", json!({"path": "linked"}), "linked"),
+    ] {
+        let out = run(&cx, name, arguments);
+        assert!(out.is_error, "{name}: {}", out.content);
+        assert!(
+            out.content.contains(link) && out.content.contains("leads outside the workspace"),
+            "{name}: {}",
+            out.content
+        );
+        assert!(!out.content.contains(SECRET), "{name}: {}", out.content);
+    }
+    let listed = run(&cx, "list_dir", json!({}));
+    assert!(!listed.content.contains("mod.rs"), "{}", listed.content);
+    let grepped = run(&cx, "grep", json!({"pattern": "OUTSIDE-SECRET"}));
+    assert!(
+        grepped.content.starts_with("no matches"),
+        "{}",
+        grepped.content
+    );
+    let alias = run(&cx, "read_file", json!({"path": "alias.rs"}));
+    assert!(
+        alias.content.contains("fn one() -> i32"),
+        "{}",
+        alias.content
+    );
+}
+
+/// Detecting the test command reads project files through the workspace root, bounded: a
+/// `package.json` that is a FIFO does not block it, a `pyproject.toml` linked out is not read.
+#[test]
+fn test_command_detection_is_not_blocked_or_led_out_by_project_files() {
+    let ws = Workspace::new("detect-hostile", &[("tests/test_calc.py", "")]);
+    let outside = Workspace::new(
+        "detect-hostile-outside",
+        &[("pyproject.toml", "[tool.pytest.ini_options]\n")],
+    );
+    let fifo =
+        std::ffi::CString::new(ws.0.join("package.json").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::os::unix::fs::symlink(
+        outside.0.join("pyproject.toml"),
+        ws.0.join("pyproject.toml"),
+    )
+    .unwrap();
+    let root = ws.0.clone();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(commands::test_command(&root, None, Some("add")));
+    });
+    let detected = receive
+        .recv_timeout(Duration::from_secs(20))
+        .expect("detecting the test command hangs");
+    assert_eq!(detected.as_deref(), Some("python3 -m unittest -k 'add'"));
+}
