@@ -35,6 +35,7 @@ impl Report {
             Err(_) => match crate::files::fresh_private_dir("wright-doctor") {
                 Ok(scratch) => {
                     let found = probe::probe_all(&scratch);
+                    // host path: a scratch folder of the sandbox probe.
                     let _ = std::fs::remove_dir_all(&scratch);
                     found
                 }

@@ -248,6 +248,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let root = match cli.root {
         Some(root) => {
+            // host path: --root itself, before any handle on it exists.
             std::fs::canonicalize(&root).with_context(|| format!("--root {}", root.display()))?
         }
         None => std::env::current_dir().context("reading the current directory")?,
@@ -428,6 +429,7 @@ fn init_logging(log_file: Option<&Path>) -> anyhow::Result<String> {
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let target = match log_file {
         Some(path) => {
+            // host path: the log file the user named.
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)

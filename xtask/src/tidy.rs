@@ -60,6 +60,19 @@ const FORBIDDEN: &[([&str; 2], &str)] = &[
     ),
 ];
 
+/// File-system calls that may touch a workspace path: only `server/src/files/` makes them
+/// (it resolves beneath the root and never follows a link out), unless a comment says the path
+/// is no workspace's: `// host path: <why>` on the line or the three above, or
+/// `// host paths: <why>` anywhere in a file that only works on such paths (cgroupfs, /proc,
+/// the sandbox's own folders).
+const FILE_SYSTEM_CALLS: &[[&str; 2]] = &[
+    ["std::", "fs::"],
+    ["tokio::", "fs::"],
+    ["File::", "open"],
+    ["File::", "create"],
+    ["OpenOptions::", "new"],
+];
+
 /// References to files outside the repository (the design notes it was started from): what the
 /// code follows is in `docs/`.
 const OUTSIDE_REFERENCES: &[[&str; 2]] = &[["DESIGN", ".md"], ["../", "shared/"]];
@@ -141,6 +154,68 @@ fn check(root: &Path) -> Vec<String> {
     }
     violations.extend(check_code_map(root));
     violations.extend(check_stands_alone(root, &files));
+    violations.extend(check_file_access(root, &files));
+    violations
+}
+
+/// Workspace files are touched only through `files::Root` (see [`FILE_SYSTEM_CALLS`]).
+fn check_file_access(root: &Path, rust_files: &[PathBuf]) -> Vec<String> {
+    let (line_marker, file_marker) = (["host ", "path:"].concat(), ["host ", "paths:"].concat());
+    let mut violations = Vec::new();
+    for path in rust_files {
+        let relative = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if !relative.starts_with("server/src/")
+            || relative.starts_with("server/src/files/")
+            || name == "tests.rs"
+            || name.ends_with("_tests.rs")
+        {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if text.contains(&file_marker) {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for (number, line) in lines.iter().enumerate() {
+            // A file's unit tests (a `#[cfg(test)] mod tests` at its end) make scratch files.
+            if line.trim() == "#[cfg(test)]"
+                && lines
+                    .get(number + 1)
+                    .is_some_and(|next| next.contains("mod tests"))
+            {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            let Some(call) = FILE_SYSTEM_CALLS
+                .iter()
+                .map(|call| call.concat())
+                .find(|call| code.contains(call.as_str()))
+            else {
+                continue;
+            };
+            let marked = lines[number.saturating_sub(3)..=number]
+                .iter()
+                .any(|line| line.contains(&line_marker));
+            if !marked {
+                violations.push(format!(
+                    "{relative}:{}: `{call}` outside server/src/files/: touch workspace files \
+                     through files::Root, or say `// {line_marker} <why>` if the path is no \
+                     workspace's",
+                    number + 1
+                ));
+            }
+        }
+    }
     violations
 }
 

@@ -258,6 +258,7 @@ impl UndoRecord {
         DiskFiles::new(root)
             .apply(&checkpoint.inverse())
             .map_err(UndoError::Refused)?;
+        // host path: the undo record, wright's own file in its data folder.
         let _ = std::fs::remove_file(&path);
         Ok(record.files.into_iter().map(|file| file.path).collect())
     }

@@ -15,6 +15,7 @@
 //! folders, and opened (to append or to read back) never through a link and only when they
 //! are this user's (`files::private`).
 
+// host path: journals are wright's own files in its data folder.
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -282,6 +283,7 @@ impl Recorded {
 
     /// Every session journaled in `dir`, oldest first (unreadable journals are skipped).
     pub fn list(dir: &Path) -> Vec<Self> {
+        // host path: the sessions folder of wright's data folder.
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Vec::new();
         };

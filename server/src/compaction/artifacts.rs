@@ -100,6 +100,7 @@ impl ArtifactStore {
         };
         crate::files::ensure_private_dir(dir).map_err(io("create", dir))?;
         let mut found = Vec::new();
+        // host path: the artifact store, wright's own folder in its data folder.
         for entry in std::fs::read_dir(dir).map_err(io("list", dir))? {
             let entry = entry.map_err(io("list", dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();

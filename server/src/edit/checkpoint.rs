@@ -139,6 +139,7 @@ impl CheckpointLog {
     }
 
     pub fn exists(&self) -> bool {
+        // host path: the checkpoint log, wright's own file in its data folder.
         std::fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.is_file())
     }
 
@@ -190,6 +191,7 @@ impl CheckpointLog {
     /// Replaces the log with `checkpoints`, atomically; removes it when there are none.
     pub fn rewrite(&self, checkpoints: &[Checkpoint]) {
         let written = if checkpoints.is_empty() {
+            // host path: likewise.
             match std::fs::remove_file(&self.path) {
                 Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
                 _ => Ok(()),

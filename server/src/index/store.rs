@@ -121,6 +121,7 @@ pub fn open_or_create(dir: &Path, root: &Path) -> Result<(Index, Manifest, Opene
             Ok((index, manifest)) => return Ok((index, manifest, Opened::Existing)),
             Err(reason) => {
                 tracing::warn!("rebuilding the index at {}: {reason}", dir.display());
+                // host path: an index folder in the user's cache.
                 std::fs::remove_dir_all(dir).map_err(io_err(dir))?;
                 Opened::Rebuilt(reason)
             }
@@ -216,6 +217,7 @@ const STALE: &str = "stale.json";
 /// Writes the whole manifest, which makes any list of stale files obsolete.
 pub fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
     write_json(&dir.join("manifest.json"), manifest)?;
+    // host path: likewise.
     match std::fs::remove_file(dir.join(STALE)) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io_err(dir)(err)),
         _ => Ok(()),

@@ -3,6 +3,8 @@
 //! write), none otherwise (the runner then falls back to rlimits alone). Every run gets its
 //! own group nested under the server's current one, so the host's own limits still apply.
 
+// host paths: cgroupfs and /proc, never a workspace path.
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -18,6 +18,8 @@
 //! closing the run's control pipe) by killing the init, so when the helper exits, no process
 //! of the run is left.
 
+// host paths: the run's own mount tree (inside its namespaces), /proc and the sandbox's folders; the workspace is only mounted, never read or written here.
+
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;

@@ -3,6 +3,8 @@
 //! assembles the outcome from the helper's reports. The helper does the isolating; this side
 //! only prepares what needs the host's view (the cgroup, the snapshot's folders) and reads.
 
+// host paths: the sandbox's own folders in the user's cache, the cgroup and /proc; the workspace only as a path to mount.
+
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

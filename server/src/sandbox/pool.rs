@@ -4,6 +4,8 @@
 //! background, so a burst of commands or sessions finds them ready and start latency stays
 //! flat. Used snapshot layers are deleted in the background, never on a command's path.
 
+// host paths: the sandbox's own folders in the user's cache.
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

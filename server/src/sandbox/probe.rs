@@ -3,6 +3,8 @@
 //! may be unmounted while landlock works). `wright doctor` reports them, and tests skip a
 //! promise only when its primitive is reported unavailable here.
 
+// host paths: /proc, /sys and the kernel's interfaces, to tell what the machine allows.
+
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;

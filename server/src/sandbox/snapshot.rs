@@ -407,6 +407,7 @@ fn reflink_tree(from: &Dir, to: &Dir, display: &Path) -> io::Result<()> {
 /// `work/` entry without search permission, so folders are made searchable on the way
 /// (through handles; the standard library's removal never follows a link either).
 pub fn remove_tree(dir: &Path) -> io::Result<()> {
+    // host path: a snapshot layer in the user's cache; the removal never follows a link.
     match std::fs::remove_dir_all(dir) {
         Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
             if let Ok(root) = Root::open_layer(dir)
@@ -414,6 +415,7 @@ pub fn remove_tree(dir: &Path) -> io::Result<()> {
             {
                 searchable(&top);
             }
+            // host path: likewise, once its folders are searchable.
             std::fs::remove_dir_all(dir)
         }
         other => other,

@@ -16,6 +16,8 @@
 //! events travel through a channel, and dropping the [`EventStream`] cancels the generation
 //! at its next token (or prefill chunk). Decoding is greedy, so answers are deterministic.
 
+// host paths: the user's model files and Python installs (a workspace may not name a model file).
+
 pub mod chat;
 pub mod constraint;
 pub mod generate;

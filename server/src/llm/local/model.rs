@@ -15,6 +15,8 @@
 //! once per pass and used for every row in it, so a verification pass of k tokens costs far
 //! less than k single passes (`docs/benchmarks.md`, "local").
 
+// host paths: the user's GGUF model file (a workspace may not name one).
+
 use std::fs::File;
 use std::path::Path;
 
