@@ -73,6 +73,59 @@ const FILE_SYSTEM_CALLS: &[[&str; 2]] = &[
     ["OpenOptions::", "new"],
 ];
 
+/// The top-level modules of `server/src` and what each may import (`crate::…`), lowest first.
+/// A module imports only modules listed for it, and the table has no loop (checked), so no
+/// import loop between modules can come back unseen. A new import that keeps the layering goes
+/// in the table in the same commit.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("files", &[]),
+    ("buffers", &[]),
+    ("languages", &[]),
+    ("terminal", &[]),
+    ("workspace", &["files"]),
+    ("config", &["files"]),
+    ("search", &["workspace"]),
+    ("index", &["files", "languages", "workspace"]),
+    ("sandbox", &["config", "files"]),
+    ("llm", &["config", "sandbox"]),
+    ("edit", &["config", "files", "languages", "workspace"]),
+    ("router", &["config", "llm"]),
+    ("retrieval", &["index", "llm", "workspace"]),
+    ("compaction", &["config", "files", "llm"]),
+    ("doctor", &["config", "files", "index", "sandbox"]),
+    (
+        "agent",
+        &[
+            "compaction",
+            "config",
+            "edit",
+            "files",
+            "index",
+            "llm",
+            "retrieval",
+            "router",
+            "sandbox",
+            "search",
+            "workspace",
+        ],
+    ),
+    (
+        "lsp",
+        &[
+            "agent",
+            "buffers",
+            "config",
+            "edit",
+            "files",
+            "index",
+            "retrieval",
+            "sandbox",
+            "workspace",
+        ],
+    ),
+    ("commands", &["terminal"]),
+];
+
 /// References to files outside the repository (the design notes it was started from): what the
 /// code follows is in `docs/`.
 const OUTSIDE_REFERENCES: &[[&str; 2]] = &[["DESIGN", ".md"], ["../", "shared/"]];
@@ -155,6 +208,7 @@ fn check(root: &Path) -> Vec<String> {
     violations.extend(check_code_map(root));
     violations.extend(check_stands_alone(root, &files));
     violations.extend(check_file_access(root, &files));
+    violations.extend(check_layers(root, &files));
     violations
 }
 
@@ -217,6 +271,104 @@ fn check_file_access(root: &Path, rust_files: &[PathBuf]) -> Vec<String> {
         }
     }
     violations
+}
+
+/// Every `crate::MODULE` a top-level module of the server names is allowed it by [`LAYERS`],
+/// and the table is free of loops.
+fn check_layers(root: &Path, rust_files: &[PathBuf]) -> Vec<String> {
+    let mut violations = Vec::new();
+    let allowed = |module: &str| LAYERS.iter().find(|(name, _)| *name == module);
+    // Listed lowest first: each module may import only modules listed before it.
+    for (position, (module, imports)) in LAYERS.iter().enumerate() {
+        for import in *imports {
+            if !LAYERS[..position].iter().any(|(name, _)| name == import) {
+                violations.push(format!(
+                    "tidy's LAYERS: {module} may import {import}, which is not listed below it: \
+                     that allows an import loop"
+                ));
+            }
+        }
+    }
+    let source = root.join("server/src");
+    for path in rust_files {
+        let Ok(relative) = path.strip_prefix(&source) else {
+            continue;
+        };
+        let Some(first) = relative.components().next() else {
+            continue;
+        };
+        let first = first.as_os_str().to_string_lossy();
+        let module = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if matches!(module.as_str(), "lib" | "main")
+            || name == "tests.rs"
+            || name.ends_with("_tests.rs")
+        {
+            continue;
+        }
+        let Some((_, imports)) = allowed(&module) else {
+            violations.push(format!(
+                "server/src/{first}: a top-level module tidy's LAYERS does not list: say what it may import"
+            ));
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        // A file's unit tests at its end may reach anywhere.
+        let text = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or(&text);
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for named in named_modules(code) {
+                if named != module
+                    && allowed(&named).is_some()
+                    && !imports.contains(&named.as_str())
+                {
+                    violations.push(format!(
+                        "{}:{}: {module} imports {named}, which tidy's LAYERS does not allow it \
+                         (a module imports only those below it)",
+                        path.strip_prefix(root).unwrap_or(path).display(),
+                        number + 1
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+/// The modules `code` names as `crate::NAME` or in `use crate::{NAME, …}`.
+fn named_modules(code: &str) -> Vec<String> {
+    let mut named = Vec::new();
+    let word = |text: &str| -> String {
+        text.chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect()
+    };
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = group.split('}').next().unwrap_or(group);
+            named.extend(
+                group
+                    .split(',')
+                    .map(|item| word(item.trim()))
+                    .filter(|w| !w.is_empty()),
+            );
+        } else {
+            let first = word(rest);
+            if !first.is_empty() {
+                named.push(first);
+            }
+        }
+    }
+    named
 }
 
 /// Whether `code` opens an `allow` attribute (alone, or inside a `cfg_attr`).
@@ -290,6 +442,31 @@ fn check_code_map(root: &Path) -> Vec<String> {
         if !map.contains(&format!("`server/src/{module}")) {
             violations.push(format!(
                 "server/src/{name} is not in the code map of docs/architecture.md: describe what it owns"
+            ));
+        }
+    }
+    // Every module inside them too: its file (`name.rs`) or folder (`name/`) is named.
+    let mut files = Vec::new();
+    collect_rust_files(&root.join("server/src"), &mut files);
+    for path in files {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let Ok(relative) = path.strip_prefix(root.join("server/src")) else {
+            continue;
+        };
+        if relative.components().count() < 2
+            || matches!(name, "mod.rs" | "tests.rs")
+            || name.ends_with("_tests.rs")
+            || relative.starts_with("compaction/fixtures")
+        {
+            continue;
+        }
+        if !map.contains(&format!("`{name}`")) && !map.contains(&format!("{name}`")) {
+            violations.push(format!(
+                "server/src/{} is not named in docs/architecture.md: say what it owns",
+                relative.display()
             ));
         }
     }

@@ -174,3 +174,12 @@ pub enum FinalStatus {
     /// A model error, or a limit (steps, tokens, time) reached before the model finished.
     Failed,
 }
+
+/// What a session has spent so far: nothing for a new session, what its journal recorded for
+/// a resumed one (a resumed session goes on with its budget, not a fresh one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Model calls answered.
+    pub steps: u32,
+    pub usage: Usage,
+}

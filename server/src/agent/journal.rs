@@ -23,8 +23,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::events::Spent;
 use super::events::{FinalStatus, Outcome, ToolEvent};
-use super::session::Spent;
 use crate::compaction::ArtifactStore;
 use crate::llm::Message;
 

@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::Notify;
 
-pub use events::{AgentEvent, FinalStatus, Outcome, ToolEvent, ToolEvents};
-pub use session::{Limits, Session, Setup, Spent};
+pub use events::{AgentEvent, FinalStatus, Outcome, Spent, ToolEvent, ToolEvents};
+pub use session::{Limits, Session, Setup};
 
 /// A session's cancellation: cheap to clone, checked by blocking code, awaited by async code.
 #[derive(Clone, Debug, Default)]

@@ -4,6 +4,7 @@
 //! so commands see what the user sees). A run the sandbox refused (the network, a write
 //! outside, a limit) is re-run with that one permission widened only when the user allows it.
 
+pub use crate::config::values::NetworkPolicy;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -24,32 +25,6 @@ pub enum Decision {
     /// For the rest of the session.
     AllowAlways,
     Deny,
-}
-
-/// The network for commands (`sandbox.network`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum NetworkPolicy {
-    /// Off; a command the sandbox refused a connection may run again with it if the user
-    /// allows.
-    #[default]
-    Ask,
-    /// Off, and the user is never asked.
-    Deny,
-    /// On for every command.
-    Allow,
-}
-
-impl std::str::FromStr for NetworkPolicy {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, String> {
-        match value {
-            "ask" => Ok(Self::Ask),
-            "deny" => Ok(Self::Deny),
-            "allow" => Ok(Self::Allow),
-            other => Err(format!("expected ask, deny or allow, found {other:?}")),
-        }
-    }
 }
 
 impl NetworkPolicy {

@@ -16,12 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
 use super::Cancel;
-use super::events::{AgentEvent, FinalStatus, Outcome, ToolEvent};
+use super::events::{AgentEvent, FinalStatus, Outcome, Spent, ToolEvent};
 use super::journal::{Journal, Line};
 use super::tools::{self, ToolContext, ToolOutput};
 use crate::compaction::{ArtifactStore, Compactor, Settings as Compaction};
@@ -67,15 +66,6 @@ impl Limits {
                 .map_or(defaults.wall_time, Duration::from_secs),
         }
     }
-}
-
-/// What a session has spent so far: nothing for a new session, what its journal recorded for
-/// a resumed one (a resumed session goes on with its budget, not a fresh one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spent {
-    /// Model calls answered.
-    pub steps: u32,
-    pub usage: Usage,
 }
 
 /// What can happen while the loop waits: the closed set of inputs a step reacts to.

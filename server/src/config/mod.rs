@@ -16,6 +16,7 @@ mod policy;
 mod schema;
 #[cfg(test)]
 mod trust_tests;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::fmt;

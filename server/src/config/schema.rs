@@ -561,7 +561,7 @@ fn validate_on_off(value: &str) -> Result<(), String> {
 }
 
 fn validate_model(value: &str) -> Result<(), String> {
-    crate::llm::ModelId::parse(value).map(|_| ())
+    super::values::ModelId::parse(value).map(|_| ())
 }
 
 fn validate_model_or_auto(value: &str) -> Result<(), String> {
@@ -573,7 +573,7 @@ fn validate_model_or_auto(value: &str) -> Result<(), String> {
 }
 
 fn validate_prices(value: &str) -> Result<(), String> {
-    crate::llm::accounting::parse(value).map(|_| ())
+    super::values::parse_prices(value).map(|_| ())
 }
 
 fn validate_positive(value: &str) -> Result<(), String> {
@@ -628,13 +628,11 @@ fn validate_url(value: &str) -> Result<(), String> {
 }
 
 fn validate_network_policy(value: &str) -> Result<(), String> {
-    value
-        .parse::<crate::agent::sandboxed::NetworkPolicy>()
-        .map(|_| ())
+    value.parse::<super::values::NetworkPolicy>().map(|_| ())
 }
 
 fn validate_syntax_gate(value: &str) -> Result<(), String> {
-    value.parse::<crate::edit::GateMode>().map(|_| ())
+    value.parse::<super::values::GateMode>().map(|_| ())
 }
 
 fn validate_size(value: &str) -> Result<(), String> {
@@ -648,8 +646,8 @@ fn validate_size(value: &str) -> Result<(), String> {
 
 /// `local/…` names a GGUF file wright loads and runs in process: only the user names one.
 fn refuse_local_model(value: &str) -> Option<String> {
-    let model = crate::llm::ModelId::parse(value).ok()?;
-    (model.provider == crate::llm::Provider::Local).then(|| {
+    let model = super::values::ModelId::parse(value).ok()?;
+    (model.provider == super::values::Provider::Local).then(|| {
         format!(
             "{value:?}: a repository must not choose a local model (a file wright loads and \
              runs); set local/ models in your user file or WRIGHT_MODEL"

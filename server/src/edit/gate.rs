@@ -5,36 +5,13 @@
 //! the same place (offsets before the replacement unchanged, after it shifted by the change in
 //! length). Files in languages wright has no grammar for pass unchecked.
 
+pub use crate::config::values::GateMode;
 use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
 
 use super::plan::{ActionKind, Plan, replacement};
 use crate::languages::Language;
-
-/// What the gate does with introduced errors.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum GateMode {
-    Off,
-    /// Apply, and report the errors with the result.
-    #[default]
-    Report,
-    /// Refuse the edit.
-    Refuse,
-}
-
-impl std::str::FromStr for GateMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "off" => Ok(Self::Off),
-            "report" => Ok(Self::Report),
-            "refuse" => Ok(Self::Refuse),
-            _ => Err(format!("expected off, report or refuse, found {s:?}")),
-        }
-    }
-}
 
 /// A parse error an edit introduced.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,18 +7,10 @@
 
 use serde::Serialize;
 
+pub use crate::config::values::{Price, parse_prices as parse};
+
 use super::types::{ModelId, Usage};
 use crate::config::Config;
-
-/// US dollars per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Price {
-    pub input: f64,
-    pub cached_input: f64,
-    pub output: f64,
-    /// Writing to the cache (Anthropic); the input price where a provider has none.
-    pub cache_write: f64,
-}
 
 impl Price {
     pub fn cost(&self, usage: &Usage) -> f64 {
@@ -98,55 +90,6 @@ impl PriceTable {
         }
         best.map(|(_, price)| price)
     }
-}
-
-/// Parses `prices`: entries `PROVIDER/MODEL=INPUT/CACHED/OUTPUT[/CACHE_WRITE]` separated by
-/// `;` or `,`, in USD per million tokens.
-pub fn parse(text: &str) -> Result<Vec<(String, Price)>, String> {
-    let mut entries = Vec::new();
-    for entry in text
-        .split([';', ','])
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-    {
-        let (model, numbers) = entry
-            .split_once('=')
-            .ok_or_else(|| format!("expected MODEL=INPUT/CACHED/OUTPUT, found {entry:?}"))?;
-        ModelId::parse(model.trim())?;
-        let numbers: Vec<f64> = numbers
-            .split('/')
-            .map(|n| {
-                n.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|n| n.is_finite() && *n >= 0.0)
-            })
-            .collect::<Option<_>>()
-            .ok_or_else(|| {
-                format!("prices of {model} must be non-negative numbers, found {numbers:?}")
-            })?;
-        let price = match numbers[..] {
-            [input, cached_input, output] => Price {
-                input,
-                cached_input,
-                output,
-                cache_write: input,
-            },
-            [input, cached_input, output, cache_write] => Price {
-                input,
-                cached_input,
-                output,
-                cache_write,
-            },
-            _ => {
-                return Err(format!(
-                    "expected INPUT/CACHED/OUTPUT[/CACHE_WRITE] for {model}, found {numbers:?}"
-                ));
-            }
-        };
-        entries.push((model.trim().to_owned(), price));
-    }
-    Ok(entries)
 }
 
 /// What a session has used so far.

@@ -4,96 +4,10 @@
 //! Both clients translate from and to exactly these types, so the agent, the router and a
 //! scripted test model never see a provider's wire format.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-/// Which API a model is reached through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// Any OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, llama.cpp, vLLM, …).
-    OpenAi,
-    Anthropic,
-    /// A GGUF model run in process on the CPU (`local/<path.gguf>`, or `local/smollm2` for
-    /// the embedded default).
-    Local,
-}
-
-impl Provider {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Local => "local",
-        }
-    }
-
-    /// The environment variable a user sets the key with, named in errors about the key.
-    pub fn key_variable(self) -> &'static str {
-        match self {
-            Self::OpenAi => "OPENAI_API_KEY",
-            Self::Anthropic => "ANTHROPIC_API_KEY",
-            // Never asked for: a local model has no key.
-            Self::Local => "no variable (local models need no key)",
-        }
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A model as the configuration names it: `PROVIDER/MODEL` (`openai/gpt-4.1`,
-/// `openai/qwen2.5-coder:7b`). Only the first `/` separates: model names may contain more.
-/// Serialised as that text.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ModelId {
-    pub provider: Provider,
-    pub model: String,
-}
-
-impl ModelId {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let (provider, model) = text
-            .split_once('/')
-            .filter(|(_, model)| !model.is_empty())
-            .ok_or_else(|| {
-                format!("expected PROVIDER/MODEL such as openai/gpt-4.1, found {text:?}")
-            })?;
-        let provider = match provider {
-            "openai" => Provider::OpenAi,
-            "anthropic" => Provider::Anthropic,
-            "local" => Provider::Local,
-            other => {
-                return Err(format!(
-                    "unknown provider {other:?} in {text:?}: use openai (any OpenAI-compatible \
-                     server, local ones included), anthropic, or local (a GGUF file run in \
-                     process)"
-                ));
-            }
-        };
-        Ok(Self {
-            provider,
-            model: model.to_owned(),
-        })
-    }
-}
-
-impl Serialize for ModelId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl fmt::Display for ModelId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.provider, self.model)
-    }
-}
+pub use crate::config::values::{ModelId, Provider};
 
 /// A tool the model may call: its name, what it does, and a JSON schema of its arguments.
 #[derive(Clone, Debug, PartialEq)]
