@@ -33,6 +33,11 @@ pub fn run() -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(&path, generate()).with_context(|| format!("writing {}", path.display()))?;
     println!("codegen: wrote {OUTPUT}");
+    // The configuration reference, from the schema (its test fails when they differ).
+    let reference = crate::project_root().join("docs/configuration.md");
+    std::fs::write(&reference, wright::config::reference())
+        .with_context(|| format!("writing {}", reference.display()))?;
+    println!("codegen: wrote docs/configuration.md");
     Ok(())
 }
 

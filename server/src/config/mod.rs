@@ -28,7 +28,7 @@ use crate::files::{self, FileError, Root};
 
 pub use merge::Part;
 pub use policy::{ALWAYS_PROTECTED, Fallback, SandboxSettings};
-pub use schema::{KEYS, KeySpec, Kind, Merge};
+pub use schema::{KEYS, KeySpec, Kind, Merge, reference};
 
 /// Where a value came from, in the words a user would look for it.
 #[derive(Clone, Debug, PartialEq, Eq)]

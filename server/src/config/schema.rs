@@ -763,3 +763,74 @@ mod tests {
         }
     }
 }
+
+/// `docs/configuration.md`: every key, generated from [`KEYS`] (so the reference cannot drift:
+/// a test compares the file with this, and `cargo xtask codegen` writes it).
+pub fn reference() -> String {
+    let mut out = String::from(
+        "# Configuration reference\n\n\
+         Generated from the schema (`server/src/config/schema.rs`) by `cargo xtask codegen`; a \
+         test fails when this file and the schema differ. Where the layers come from and how \
+         they combine: the README's configuration section.\n\n\
+         A key is set in `$XDG_CONFIG_HOME/wright/config.toml` (yours), in a workspace's \
+         `.wright/config.toml` (the repository's: what it may do is the key's rule below), in \
+         the editor's settings, or by its environment variable (highest). Lists are items \
+         separated by `;` in one string, or TOML arrays.\n\n\
+         | key | kind | default | environment | a workspace file | what it does |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for spec in KEYS {
+        let kind = match spec.kind {
+            Kind::Text => "text",
+            Kind::Integer => "whole number",
+            Kind::Bool => "boolean",
+            Kind::List => "list",
+        };
+        let rule = match spec.merge {
+            Merge::Override => "may set it (the editor's and the environment's win)".to_owned(),
+            Merge::UserOnly(why) => format!("may not set it: {why}"),
+            Merge::Union => "adds to yours".to_owned(),
+            Merge::Intersect { .. } => "may only narrow yours".to_owned(),
+            Merge::Stricter(order) => format!("the stricter wins ({})", order.join(" > ")),
+            Merge::Smaller => "may only lower yours".to_owned(),
+            Merge::UserChoice { allowed_by, .. } => {
+                format!("yours wins unless you set `{allowed_by}`")
+            }
+        };
+        let refuses = if spec.workspace_refuses.is_some() {
+            "; never a value that names a file to load or run"
+        } else {
+            ""
+        };
+        let cell = |text: &str| text.replace('|', "\\|");
+        out.push_str(&format!(
+            "| `{}` | {kind} | {} | {} | {}{refuses} | {}{} |\n",
+            spec.key,
+            spec.default
+                .map_or("—".to_owned(), |d| format!("`{}`", cell(d))),
+            spec.env.map_or("—".to_owned(), |e| format!("`{e}`")),
+            cell(&rule),
+            cell(spec.doc),
+            if spec.secret {
+                " (secret: never shown or logged)"
+            } else {
+                ""
+            },
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod reference_tests {
+    #[test]
+    fn the_configuration_reference_is_generated_from_the_schema() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+        // host path: the repository's own document.
+        let written = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            written == super::reference(),
+            "docs/configuration.md differs from the schema: run `cargo xtask codegen`"
+        );
+    }
+}
