@@ -136,6 +136,47 @@ pub fn task_message(task: &str, focus: &EditorFocus, context: Option<&Context>) 
     message
 }
 
+/// What one of the editor's code actions asks the agent for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeTask {
+    Fix,
+    Explain,
+    Tests,
+    Document,
+}
+
+/// The task a code action starts: for the code at 1-based `lines` (first, last) of the
+/// workspace file `relative`, with the editor's `problems` there for a fix.
+pub fn code_task(
+    action: CodeTask,
+    relative: &str,
+    lines: (u32, u32),
+    problems: &[String],
+) -> String {
+    let (line, end) = lines;
+    let place = if end > line {
+        format!("lines {line}-{end} of {relative}")
+    } else {
+        format!("line {line} of {relative}")
+    };
+    match action {
+        CodeTask::Fix => format!(
+            "Fix the problems the editor reports in {relative}: {}",
+            problems.join("; ")
+        ),
+        CodeTask::Explain => format!(
+            "Explain the code at {place}: what it does, how, and anything surprising. \
+             Read what you need, but change no file; your last message is the explanation."
+        ),
+        CodeTask::Tests => format!(
+            "Write tests for the code at {place}, in the style of the project's tests, and run them."
+        ),
+        CodeTask::Document => format!(
+            "Write documentation comments for the definitions at {place}, in the project's style."
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! transport polls handlers in arrival order, so state changes happen in arrival order too.
 //! Locks are `std` mutexes and are never held across an `.await`.
 
+use crate::agent::prompt::CodeTask;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -391,28 +392,8 @@ impl Backend {
     /// written for the code at hand. `None` outside the workspace folders.
     fn action_command(&self, data: &CodeActionData) -> Option<lsp::Command> {
         let relative = self.relative_in_root(&data.uri.parse().ok()?)?;
-        let (line, end) = (data.range.start.line + 1, data.range.end.line + 1);
-        let place = if end > line {
-            format!("lines {line}-{end} of {relative}")
-        } else {
-            format!("line {line} of {relative}")
-        };
-        let task = match data.action {
-            AgentAction::Fix => format!(
-                "Fix the problems the editor reports in {relative}: {}",
-                data.problems.join("; ")
-            ),
-            AgentAction::Explain => format!(
-                "Explain the code at {place}: what it does, how, and anything surprising. \
-                 Read what you need, but change no file; your last message is the explanation."
-            ),
-            AgentAction::Tests => format!(
-                "Write tests for the code at {place}, in the style of the project's tests, and run them."
-            ),
-            AgentAction::Document => format!(
-                "Write documentation comments for the definitions at {place}, in the project's style."
-            ),
-        };
+        let lines = (data.range.start.line + 1, data.range.end.line + 1);
+        let task = crate::agent::prompt::code_task(data.action, &relative, lines, &data.problems);
         let arguments = serde_json::json!({
             "task": task,
             "textDocument": {"uri": data.uri},
@@ -886,20 +867,16 @@ impl LanguageServer for Backend {
             .collect();
         let mut kinds = Vec::new();
         if !problems.is_empty() {
-            kinds.push(AgentAction::Fix);
+            kinds.push(CodeTask::Fix);
         }
-        kinds.extend([
-            AgentAction::Explain,
-            AgentAction::Tests,
-            AgentAction::Document,
-        ]);
+        kinds.extend([CodeTask::Explain, CodeTask::Tests, CodeTask::Document]);
         let mut actions = Vec::new();
         for action in kinds {
             let data = CodeActionData {
                 action,
                 uri: document.uri.as_str().to_owned(),
                 range: params.range,
-                problems: if action == AgentAction::Fix {
+                problems: if action == CodeTask::Fix {
                     problems.clone()
                 } else {
                     Vec::new()
@@ -1043,16 +1020,8 @@ impl LanguageServer for Backend {
     }
 }
 
-/// What one of the agent's code actions asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AgentAction {
-    Fix,
-    Explain,
-    Tests,
-    Document,
-}
-
-impl AgentAction {
+/// How a code action shows in the editor's menu.
+impl CodeTask {
     fn title(self) -> &'static str {
         match self {
             Self::Fix => "wright: fix this with the agent",
@@ -1075,7 +1044,7 @@ impl AgentAction {
 /// What a code action's command is written from.
 #[derive(Debug)]
 struct CodeActionData {
-    action: AgentAction,
+    action: CodeTask,
     uri: String,
     range: lsp::Range,
     problems: Vec<String>,
