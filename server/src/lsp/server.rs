@@ -36,6 +36,8 @@ pub struct Backend {
     buffers: Arc<Mutex<Buffers>>,
     workspace: Mutex<Workspace>,
     client_capabilities: OnceLock<lsp::ClientCapabilities>,
+    /// `clientInfo.name`: some clients' handlers differ from what they declare.
+    client_name: OnceLock<String>,
     indexes: Arc<Indexes>,
     agents: Arc<Agents>,
 }
@@ -98,6 +100,7 @@ impl Backend {
                 reported: HashSet::new(),
             }),
             client_capabilities: OnceLock::new(),
+            client_name: OnceLock::new(),
             agents: Arc::default(),
         }
     }
@@ -175,6 +178,14 @@ impl Backend {
 
     fn capabilities(&self) -> Option<&lsp::ClientCapabilities> {
         self.client_capabilities.get()
+    }
+
+    /// What the client takes in a `workspace/applyEdit`.
+    fn edit_capabilities(&self) -> EditCapabilities {
+        EditCapabilities::of_client(
+            self.capabilities(),
+            self.client_name.get().map(String::as_str),
+        )
     }
 
     async fn register_dynamic_capabilities(&self) {
@@ -491,7 +502,7 @@ impl Backend {
             config,
             index,
             focus,
-            edit_capabilities: EditCapabilities::of_client(capabilities),
+            edit_capabilities: self.edit_capabilities(),
             progress: capabilities
                 .and_then(|caps| caps.window.as_ref())
                 .and_then(|window| window.work_done_progress)
@@ -568,7 +579,7 @@ impl Backend {
         let earlier = Earlier {
             client: self.client.clone(),
             buffers: Arc::clone(&self.buffers),
-            edit_capabilities: EditCapabilities::of_client(self.capabilities()),
+            edit_capabilities: self.edit_capabilities(),
             data_dir: config::data_dir(&process_env),
             roots: lock(&self.workspace).roots.clone(),
         };
@@ -617,6 +628,9 @@ impl LanguageServer for Backend {
         };
         let options = params.initialization_options.clone();
         let _ = self.client_capabilities.set(params.capabilities);
+        if let Some(info) = params.client_info {
+            let _ = self.client_name.set(info.name);
+        }
         // Problems are reported in `initialized`: a client may drop messages sent before it.
         {
             let mut workspace = lock(&self.workspace);
