@@ -1102,3 +1102,42 @@ impl EditTarget for EditorTarget {
         self.gate
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capabilities(workspace_edit: serde_json::Value) -> lsp::ClientCapabilities {
+        serde_json::from_value(serde_json::json!({"workspace": {"workspaceEdit": workspace_edit}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn neovim_is_told_apart_only_when_it_declares_no_document_changes() {
+        let builtin = capabilities(serde_json::json!({"resourceOperations": ["rename", "create", "delete"]}));
+        let neovim = EditCapabilities::of_client(Some(&builtin), Some("Neovim"));
+        assert!(neovim.neovim_builtin && neovim.versioned() && !neovim.document_changes);
+        assert_eq!((neovim.sent_version(0), neovim.sent_version(7)), (1, 7));
+        // wright.nvim declares documentChanges and checks every version itself.
+        let plugin = capabilities(serde_json::json!({"documentChanges": true}));
+        let with_plugin = EditCapabilities::of_client(Some(&plugin), Some("Neovim"));
+        assert!(!with_plugin.neovim_builtin && with_plugin.versioned());
+        assert_eq!(with_plugin.sent_version(0), 0);
+        let other = EditCapabilities::of_client(Some(&builtin), Some("helix"));
+        assert!(!other.neovim_builtin && !other.versioned());
+    }
+
+    #[test]
+    fn sent_edits_apply_by_position_to_whatever_text_they_meet() {
+        let base = "one\ntwo\n";
+        let edits = text_edits(
+            base,
+            &[replacement(base, "one\n2\n")],
+            PositionEncoding::Utf16,
+        );
+        let typed = ropey::Rope::from_str("typed\none\ntwo\n");
+        let merged = apply_sent(&typed, &edits, PositionEncoding::Utf16).unwrap();
+        // Line 1 was "two" when the edit was computed; in the text it met, it is "one".
+        assert_eq!(merged.to_string(), "typed\n2\ntwo\n");
+    }
+}
