@@ -272,7 +272,11 @@ impl Backend {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
-            log: self.options.log.clone(),
+            log: if super::client_log::routed() {
+                "window/logMessage".to_owned()
+            } else {
+                self.options.log.clone()
+            },
         }
     }
 
