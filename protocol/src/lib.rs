@@ -69,7 +69,8 @@ pub struct StatusResult {
     pub settings: Vec<SettingStatus>,
     /// Configuration problems (unknown keys, wrong types), each prefixed with its source.
     pub problems: Vec<String>,
-    /// Where the server's log goes: `stderr` or a file path.
+    /// Where the server's log goes: `stderr`, a file path, or `window/logMessage` (the client
+    /// asked for it with `experimental.wrightLogMessages`).
     pub log: String,
 }
 

@@ -417,8 +417,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// Logs go to stderr or the `--log-file`, never stdout: in `wright lsp` stdout is the protocol.
-/// Returns where the log goes, for reports.
+/// On stderr, a language client that asks for the log gets it as `window/logMessage` instead
+/// (`wright::lsp::client_log`). Returns where the log goes, for reports.
 fn init_logging(log_file: Option<&Path>) -> anyhow::Result<String> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, fmt};
+
     let (filter, bad_filter) = match std::env::var("WRIGHT_LOG") {
         Ok(spec) => match EnvFilter::try_new(&spec) {
             Ok(filter) => (filter, None),
@@ -426,7 +431,7 @@ fn init_logging(log_file: Option<&Path>) -> anyhow::Result<String> {
         },
         Err(_) => (EnvFilter::new(DEFAULT_FILTER), None),
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let registry = tracing_subscriber::registry().with(filter);
     let target = match log_file {
         Some(path) => {
             // host path: the log file the user named.
@@ -435,16 +440,24 @@ fn init_logging(log_file: Option<&Path>) -> anyhow::Result<String> {
                 .append(true)
                 .open(path)
                 .with_context(|| format!("opening the log file {}", path.display()))?;
-            builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(file))
+            registry
+                .with(
+                    fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(std::sync::Mutex::new(file)),
+                )
                 .init();
             path.display().to_string()
         }
         None => {
-            builder
-                .with_ansi(std::io::stderr().is_terminal())
-                .with_writer(std::io::stderr)
+            registry
+                .with(
+                    fmt::layer()
+                        .with_ansi(std::io::stderr().is_terminal())
+                        .with_writer(std::io::stderr)
+                        .with_filter(wright::lsp::client_log::StderrGate),
+                )
+                .with(wright::lsp::client_log::layer())
                 .init();
             "stderr".to_owned()
         }

@@ -2,7 +2,8 @@
 //! workspace to a temp dir, and runs one Lua test of `editors/nvim/tests/` in a headless Neovim
 //! (`nvim --headless -u NONE -i NONE -n -l FILE`) that loads the plugin, which starts the real
 //! `wright lsp`. The Lua side checks what the editor shows; this side checks what the model
-//! was told.
+//! was told. One test, `tests/nvim/builtin_client.lua`, runs Neovim's own client without the
+//! plugin (`vim.lsp.start`).
 //!
 //! Neovim comes from `cargo xtask e2e nvim --install` (`target/editors/nvim-venv/bin/nvim`) or
 //! `$WRIGHT_NVIM`. Without it the tests say they are skipped, except under `CI`, where a missing
@@ -75,6 +76,12 @@ struct Run {
 /// Runs `editors/nvim/tests/<test>.lua` against `provider`; panics with Neovim's output when
 /// the test fails or overruns. `None` when Neovim is not installed (outside CI).
 fn run_lua(test: &str, provider: &ScriptedProvider) -> Option<Run> {
+    let script = repository().join(format!("editors/nvim/tests/{test}.lua"));
+    run_lua_script(&script, test, provider)
+}
+
+/// Runs the Lua test `script` (named `test`) against `provider`, as [`run_lua`] does.
+fn run_lua_script(script: &Path, test: &str, provider: &ScriptedProvider) -> Option<Run> {
     let nvim = nvim()?;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let workspace = TempDir::new(&format!("nvim-{test}"));
@@ -87,7 +94,7 @@ fn run_lua(test: &str, provider: &ScriptedProvider) -> Option<Run> {
     let mut command = Command::new(&nvim);
     command
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-l"])
-        .arg(plugin.join(format!("tests/{test}.lua")))
+        .arg(script)
         .current_dir(workspace.path())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -236,6 +243,36 @@ fn typing_during_a_run_is_never_overwritten() {
     assert!(
         first[0].contains("changed since the edit was planned"),
         "the model is told the file changed: {first:?}"
+    );
+    let second = tool_results(&provider, 2);
+    assert!(second[1].contains("update src/lib.rs"), "{second:?}");
+}
+
+#[test]
+fn neovim_without_the_plugin_never_gets_an_edit_applied_to_text_it_was_not_computed_for() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a + b\n", "    b + a\n"),
+    ));
+    // The retry comes a second later, after the keystroke's debounced didChange.
+    provider.push(
+        Reply::stream(
+            Dialect::OpenAi,
+            &edit_turn("e2", "    a + b\n", "    b + a\n"),
+        )
+        .header_delay(Duration::from_secs(1)),
+    );
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    let script = repository().join("tests/nvim/builtin_client.lua");
+    let Some(run) = run_lua_script(&script, "builtin_client", &provider) else {
+        return;
+    };
+    assert!(run.stdout.contains("ok"), "{}", run.stdout);
+    let first = tool_results(&provider, 1);
+    assert!(
+        first[0].contains("changed since the edit was planned"),
+        "the model is told the edit did not apply: {first:?}"
     );
     let second = tool_results(&provider, 2);
     assert!(second[1].contains("update src/lib.rs"), "{second:?}");

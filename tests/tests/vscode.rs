@@ -7,7 +7,8 @@
 //!   events in the "Wright" output channel; "Wright: Undo Last Agent Run" restores the text; a
 //!   setting saved in the settings editor reaches the running server ("Wright: Show Status");
 //!   "Wright: Cancel" stops a run the model stalls; "Wright: Show Sessions" lists both runs;
-//!   "Wright: Rebuild Index" re-reads the workspace;
+//!   "Wright: Rebuild Index" re-reads the workspace; the "Wright Server" channel shows the
+//!   server's log records at their levels (an INFO record as an info line, none as an error);
 //! - with `wright.applyMode` set to review, the proposal opens as a diff against the buffer and
 //!   "Wright: Accept Edits" applies it; a second proposal is dropped by "Wright: Reject Edits";
 //! - a command the sandbox refused the network asks in a modal dialog, and "Allow" runs it again
@@ -672,6 +673,31 @@ fn palette_commands_run_a_task_on_the_selection_undo_it_cancel_one_list_them_and
     assert!(
         !indexed[0].contains("(incremental)") && indexed[1].contains("(incremental)"),
         "{indexed:?}"
+    );
+
+    // The "Wright Server" channel reads cleanly: the server's records arrive with their
+    // levels (as window/logMessage), so an INFO record is an info line, not an error line
+    // quoting it (what the server's stderr would be).
+    let misleveled: Vec<&str> = outcome
+        .server_channel
+        .lines()
+        .filter(|line| {
+            line.contains("[error]")
+                && [" INFO ", " DEBUG ", " WARN ", " TRACE "]
+                    .iter()
+                    .any(|level| line.contains(level))
+        })
+        .collect();
+    assert!(
+        misleveled.is_empty(),
+        "log records shown as errors:\n{}",
+        misleveled.join("\n")
+    );
+    assert!(
+        indexed
+            .iter()
+            .all(|line| line.contains("[info] wright::lsp::indexing: indexed ")),
+        "the index's INFO records as info lines: {indexed:?}"
     );
 }
 

@@ -16,6 +16,7 @@ import {
 } from "vscode-languageclient/node";
 import * as proto from "./protocol";
 import { AgentProgressFeature } from "./progress";
+import { ServerLogFeature } from "./serverlog";
 import { ProposalStore } from "./review";
 import { serverSettings, dropsAKey } from "./settings";
 import { StatusItem } from "./status";
@@ -38,7 +39,8 @@ class Wright {
   private readonly log: EventLog;
   private readonly status: StatusItem;
   private readonly proposals: ProposalStore;
-  /** The server's own log (its stderr and the client's), kept across restarts. */
+  /** The server's own log (its records, each at its level, and the client's), kept across
+   * restarts. */
   private readonly serverLog: vscode.LogOutputChannel;
   /** The server-shaped settings last sent, to tell a cleared setting (which needs a restart). */
   private sentSettings: Record<string, unknown> = {};
@@ -82,6 +84,7 @@ class Wright {
     client.registerFeature(
       new AgentProgressFeature(client, (session) => this.cancel(session)),
     );
+    client.registerFeature(new ServerLogFeature(client, this.serverLog));
     client.onDidChangeState((event) => {
       if (event.newState === State.Running) {
         this.status.setConnected(true);

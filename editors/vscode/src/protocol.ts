@@ -398,7 +398,8 @@ export type StatusResult = {
    */
   problems: Array<string>,
   /**
-   * Where the server's log goes: `stderr` or a file path.
+   * Where the server's log goes: `stderr`, a file path, or `window/logMessage` (the client
+   * asked for it with `experimental.wrightLogMessages`).
    */
   log: string,
 };

@@ -76,27 +76,50 @@ impl Document {
         version: i32,
         encoding: PositionEncoding,
     ) -> Result<(), ChangeError> {
-        let mut text = self.text.clone();
-        for (index, change) in changes.iter().enumerate() {
-            match change.range {
-                None => text = Rope::from_str(&change.text),
-                Some((start, end)) => {
-                    let start_byte = position_to_offset(&text, start, encoding);
-                    let end_byte = position_to_offset(&text, end, encoding);
-                    if start_byte > end_byte {
-                        return Err(ChangeError::InvertedRange { index, start, end });
-                    }
-                    let (start_char, end_char) =
-                        (text.byte_to_char(start_byte), text.byte_to_char(end_byte));
-                    text.remove(start_char..end_char);
-                    text.insert(start_char, &change.text);
-                }
-            }
-        }
-        self.text = text;
+        self.apply_each(changes, version, encoding, |_| {})
+    }
+
+    /// [`Document::apply`], showing `each` the text after every one of the changes.
+    pub(super) fn apply_each(
+        &mut self,
+        changes: &[TextChange],
+        version: i32,
+        encoding: PositionEncoding,
+        each: impl FnMut(&Rope),
+    ) -> Result<(), ChangeError> {
+        self.text = apply_changes(&self.text, changes, encoding, each)?;
         self.version = version;
         Ok(())
     }
+}
+
+/// `text` with `changes` applied in order, each against the text the previous one produced;
+/// `each` sees the text after every one of them. `text` itself is never changed.
+pub fn apply_changes(
+    text: &Rope,
+    changes: &[TextChange],
+    encoding: PositionEncoding,
+    mut each: impl FnMut(&Rope),
+) -> Result<Rope, ChangeError> {
+    let mut text = text.clone();
+    for (index, change) in changes.iter().enumerate() {
+        match change.range {
+            None => text = Rope::from_str(&change.text),
+            Some((start, end)) => {
+                let start_byte = position_to_offset(&text, start, encoding);
+                let end_byte = position_to_offset(&text, end, encoding);
+                if start_byte > end_byte {
+                    return Err(ChangeError::InvertedRange { index, start, end });
+                }
+                let (start_char, end_char) =
+                    (text.byte_to_char(start_byte), text.byte_to_char(end_byte));
+                text.remove(start_char..end_char);
+                text.insert(start_char, &change.text);
+            }
+        }
+        each(&text);
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

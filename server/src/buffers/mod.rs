@@ -2,7 +2,10 @@
 //!
 //! Invariants: no IO and no async here. A document's text changes only through
 //! [`Buffers::change`], whose changes apply all-or-nothing; the encoding is fixed once, at
-//! `initialize`, before any document can be opened.
+//! `initialize`, before any document can be opened. While someone follows a document
+//! ([`Buffers::follow`]), every text it goes through is kept — one per content change, not
+//! only one per `didChange` — so that whoever sent the editor an edit can tell from what
+//! follows whether it landed on the text it was computed against.
 
 mod document;
 mod position;
@@ -11,7 +14,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use document::{ChangeError, Document, TextChange};
+use ropey::Rope;
+
+pub use document::{ChangeError, Document, TextChange, apply_changes};
 pub use position::{Position, PositionEncoding, offset_to_position, position_to_offset};
 
 /// What names an open document: a path for `file:` documents, the URI itself for the others
@@ -59,6 +64,25 @@ pub enum VersionOrder {
 pub struct Buffers {
     encoding: PositionEncoding,
     documents: HashMap<DocumentKey, Document>,
+    trails: HashMap<DocumentKey, Trail>,
+}
+
+/// The texts a followed document went through since its first follower arrived.
+#[derive(Debug, Default)]
+struct Trail {
+    followers: usize,
+    /// After each content change: the `didChange`'s version and the text.
+    texts: Vec<(i32, Rope)>,
+    /// The document was closed or opened again: what follows is not a continuation.
+    broken: bool,
+}
+
+/// One follower of a document: where it started in the document's trail. Hand it back to
+/// [`Buffers::unfollow`].
+#[derive(Debug)]
+pub struct Following {
+    key: DocumentKey,
+    from: usize,
 }
 
 impl Default for Buffers {
@@ -72,6 +96,7 @@ impl Buffers {
         Self {
             encoding,
             documents: HashMap::new(),
+            trails: HashMap::new(),
         }
     }
 
@@ -91,7 +116,40 @@ impl Buffers {
 
     /// Opens (or re-opens, replacing) a document. Returns whether it was already open.
     pub fn open(&mut self, key: DocumentKey, document: Document) -> bool {
+        if let Some(trail) = self.trails.get_mut(&key) {
+            trail.broken = true;
+        }
         self.documents.insert(key, document).is_some()
+    }
+
+    /// Starts keeping every text the open document `key` goes through; the document as it is
+    /// now (the start of what [`Buffers::followed`] returns). `None` when it is not open.
+    pub fn follow(&mut self, key: &DocumentKey) -> Option<(Following, Document)> {
+        let document = self.documents.get(key)?.clone();
+        let trail = self.trails.entry(key.clone()).or_default();
+        trail.followers += 1;
+        let following = Following {
+            key: key.clone(),
+            from: trail.texts.len(),
+        };
+        Some((following, document))
+    }
+
+    /// The texts the document went through since `following` started, one per content change
+    /// with the version of its `didChange`; `None` when it was closed or opened again since.
+    pub fn followed(&self, following: &Following) -> Option<Vec<(i32, Rope)>> {
+        let trail = self.trails.get(&following.key)?;
+        (!trail.broken).then(|| trail.texts[following.from..].to_vec())
+    }
+
+    /// Stops one follower; the trail goes when its last follower does.
+    pub fn unfollow(&mut self, following: Following) {
+        if let Some(trail) = self.trails.get_mut(&following.key) {
+            trail.followers -= 1;
+            if trail.followers == 0 {
+                self.trails.remove(&following.key);
+            }
+        }
     }
 
     /// Applies one `didChange` to an open document.
@@ -107,13 +165,24 @@ impl Buffers {
             .get_mut(key)
             .ok_or_else(|| BufferError::NotOpen(key.clone()))?;
         let previous = document.version();
+        let trail = self.trails.get_mut(key).filter(|trail| !trail.broken);
+        let recording = trail.is_some();
+        let mut texts = Vec::new();
+        let record = |text: &Rope| {
+            if recording {
+                texts.push((version, text.clone()));
+            }
+        };
         document
-            .apply(changes, version, encoding)
+            .apply_each(changes, version, encoding, record)
             .map_err(|source| BufferError::Change {
                 key: key.clone(),
                 version,
                 source,
             })?;
+        if let Some(trail) = trail {
+            trail.texts.extend(texts);
+        }
         Ok(if version > previous {
             VersionOrder::Increasing
         } else {
@@ -130,6 +199,9 @@ impl Buffers {
     }
 
     pub fn close(&mut self, key: &DocumentKey) -> Result<Document, BufferError> {
+        if let Some(trail) = self.trails.get_mut(key) {
+            trail.broken = true;
+        }
         self.documents
             .remove(key)
             .ok_or_else(|| BufferError::NotOpen(key.clone()))
@@ -172,6 +244,41 @@ mod tests {
         assert_eq!(err, BufferError::NotOpen(key.clone()));
         assert!(err.to_string().contains("/w/a.rs is not open"));
         assert!(buffers.close(&key).is_err());
+    }
+
+    #[test]
+    fn a_follower_sees_every_text_after_each_content_change_until_the_document_reopens() {
+        let mut buffers = Buffers::new(PositionEncoding::Utf8);
+        let key = DocumentKey::File("/w/a.txt".into());
+        buffers.open(key.clone(), Document::new("ab", 1, "plaintext"));
+        let insert = |at: u32, text: &str| TextChange {
+            range: Some((Position::new(0, at), Position::new(0, at))),
+            text: text.into(),
+        };
+        buffers.change(&key, 2, &[insert(0, "x")]).unwrap();
+        let (following, start) = buffers.follow(&key).unwrap();
+        assert_eq!((start.version(), start.text().to_string()), (2, "xab".into()));
+        let (late, _) = buffers.follow(&key).unwrap();
+        buffers
+            .change(&key, 3, &[insert(3, "y"), insert(0, "z")])
+            .unwrap();
+        let texts = |f: &Following, buffers: &Buffers| -> Vec<(i32, String)> {
+            let followed = buffers.followed(f).unwrap();
+            followed.iter().map(|(v, t)| (*v, t.to_string())).collect()
+        };
+        assert_eq!(
+            texts(&following, &buffers),
+            [(3, "xaby".to_owned()), (3, "zxaby".to_owned())]
+        );
+        buffers.unfollow(late);
+        assert!(
+            buffers.change(&key, 4, &[TextChange { range: None, text: "q".into() }]).is_ok()
+        );
+        assert_eq!(texts(&following, &buffers).last().unwrap(), &(4, "q".to_owned()));
+        buffers.open(key.clone(), Document::new("new", 1, "plaintext"));
+        assert!(buffers.followed(&following).is_none(), "reopened: no continuation");
+        buffers.unfollow(following);
+        assert!(buffers.trails.is_empty(), "nobody follows: nothing kept");
     }
 
     #[test]

@@ -99,6 +99,13 @@ pub enum EditError {
         path.display()
     )]
     Unconfirmed { path: PathBuf },
+    #[error(
+        "{}: the editor applied the edit to text the user had changed meanwhile (or only part \
+         of it), and it could not be taken back; the user was told. Read the file again before \
+         changing it: the edit may be in it, misplaced",
+        path.display()
+    )]
+    Misapplied { path: PathBuf },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -151,6 +158,7 @@ impl EditError {
             Self::Syntax { .. } => "syntax",
             Self::Stale { .. } => "stale",
             Self::Unconfirmed { .. } => "unconfirmed",
+            Self::Misapplied { .. } => "misapplied",
             Self::Io { .. } => "io",
             Self::Files(err) => err.kind(),
             Self::Protected { .. } => "protected",
@@ -173,6 +181,7 @@ impl EditError {
             | Self::Stale { path }
             | Self::Unconfirmed { path }
             | Self::Protected { path, .. }
+            | Self::Misapplied { path }
             | Self::Io { path, .. } => Some(path.clone()),
         }
     }

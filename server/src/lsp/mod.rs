@@ -5,6 +5,7 @@
 //! nothing else.
 
 mod agent;
+pub mod client_log;
 mod convert;
 pub mod framing;
 mod indexing;

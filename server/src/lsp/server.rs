@@ -37,6 +37,8 @@ pub struct Backend {
     buffers: Arc<Mutex<Buffers>>,
     workspace: Mutex<Workspace>,
     client_capabilities: OnceLock<lsp::ClientCapabilities>,
+    /// `clientInfo.name`: some clients' handlers differ from what they declare.
+    client_name: OnceLock<String>,
     indexes: Arc<Indexes>,
     agents: Arc<Agents>,
 }
@@ -131,6 +133,7 @@ impl Backend {
                 reported: HashSet::new(),
             }),
             client_capabilities: OnceLock::new(),
+            client_name: OnceLock::new(),
             agents: Arc::default(),
         }
     }
@@ -208,6 +211,14 @@ impl Backend {
 
     fn capabilities(&self) -> Option<&lsp::ClientCapabilities> {
         self.client_capabilities.get()
+    }
+
+    /// What the client takes in a `workspace/applyEdit`.
+    fn edit_capabilities(&self) -> EditCapabilities {
+        EditCapabilities::of_client(
+            self.capabilities(),
+            self.client_name.get().map(String::as_str),
+        )
     }
 
     async fn register_dynamic_capabilities(&self) {
@@ -294,7 +305,11 @@ impl Backend {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
-            log: self.options.log.clone(),
+            log: if super::client_log::routed() {
+                "window/logMessage".to_owned()
+            } else {
+                self.options.log.clone()
+            },
         }
     }
 
@@ -496,7 +511,7 @@ impl Backend {
             config,
             index,
             focus,
-            edit_capabilities: EditCapabilities::of_client(capabilities),
+            edit_capabilities: self.edit_capabilities(),
             progress: capabilities
                 .and_then(|caps| caps.window.as_ref())
                 .and_then(|window| window.work_done_progress)
@@ -576,7 +591,7 @@ impl Backend {
         let earlier = Earlier {
             client: self.client.clone(),
             buffers: Arc::clone(&self.buffers),
-            edit_capabilities: EditCapabilities::of_client(self.capabilities()),
+            edit_capabilities: self.edit_capabilities(),
             data_dir: own_dir(config::data_dir(&process_env))?,
             roots: lock(&self.workspace).roots.clone(),
         };
@@ -628,6 +643,9 @@ impl LanguageServer for Backend {
         };
         let options = params.initialization_options.clone();
         let _ = self.client_capabilities.set(params.capabilities);
+        if let Some(info) = params.client_info {
+            let _ = self.client_name.set(info.name);
+        }
         // Problems are reported in `initialized`: a client may drop messages sent before it.
         {
             let mut workspace = lock(&self.workspace);

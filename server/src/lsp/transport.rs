@@ -70,14 +70,21 @@ where
     let (server_requests, client_responses) = socket.split();
     let after_shutdown = AtomicBool::new(false);
 
-    let reader = read_loop(
-        input,
-        service,
-        client_responses,
-        reply_tx,
-        outgoing_tx.clone(),
-        &after_shutdown,
-    );
+    let reader_outgoing = outgoing_tx.clone();
+    let reader = async {
+        let outcome = read_loop(
+            input,
+            service,
+            client_responses,
+            reply_tx,
+            reader_outgoing,
+            &after_shutdown,
+        )
+        .await;
+        // Nobody reads the log any more, and the writer must see its queue close.
+        super::client_log::stop();
+        outcome
+    };
     let driver = drive_handlers(reply_rx, outgoing_tx);
     let writer = write_loop(output, outgoing_rx, server_requests);
     let (outcome, (), ()) = tokio::join!(reader, driver, writer);
@@ -110,14 +117,14 @@ where
                         body.len()
                     );
                     tracing::warn!("{note}");
-                    send(&outgoing, &log_message(lsp::MessageType::WARNING, &note));
+                    tell(&outgoing, lsp::MessageType::WARNING, &note);
                     body
                 }
                 Frame::Skipped { bytes, reason } => {
                     let note =
                         format!("skipped {bytes} bytes of input that were not a message: {reason}");
                     tracing::warn!("{note}");
-                    send(&outgoing, &log_message(lsp::MessageType::ERROR, &note));
+                    tell(&outgoing, lsp::MessageType::ERROR, &note);
                     continue;
                 }
             };
@@ -130,10 +137,17 @@ where
                             request.method()
                         );
                         tracing::error!("{note}");
-                        send(&outgoing, &log_message(lsp::MessageType::ERROR, &note));
+                        tell(&outgoing, lsp::MessageType::ERROR, &note);
                         continue;
                     }
                     let method = request.method().to_owned();
+                    // The log goes to the client from the first record its `initialize` causes.
+                    if method == "initialize"
+                        && super::client_log::wanted(request.params())
+                        && super::client_log::route_to(outgoing.clone())
+                    {
+                        tracing::debug!("the client asked for the log: it goes as window/logMessage");
+                    }
                     // Method, id and size only: bodies can carry keys (initializationOptions).
                     tracing::trace!("<- {method} id={:?} ({} bytes)", request.id(), body.len());
                     if method == "shutdown" {
@@ -254,9 +268,16 @@ async fn write_loop<O: AsyncWrite + Unpin>(
 }
 
 async fn write_frame<O: AsyncWrite + Unpin>(output: &mut O, body: &[u8]) -> std::io::Result<()> {
-    tracing::trace!("-> {} bytes", body.len());
+    super::client_log::writing(|| tracing::trace!("-> {} bytes", body.len()));
     output.write_all(&framing::encode(body)).await?;
     output.flush().await
+}
+
+/// Tells the client `note` as a log message, unless the record just logged reached it already.
+fn tell(outgoing: &mpsc::UnboundedSender<Vec<u8>>, kind: lsp::MessageType, note: &str) {
+    if !super::client_log::routed() {
+        send(outgoing, &log_message(kind, note));
+    }
 }
 
 fn send(outgoing: &mpsc::UnboundedSender<Vec<u8>>, message: &impl serde::Serialize) {

@@ -4,6 +4,12 @@
 //! `didChange` or `didOpen`, or the disk); the disk directly for a client that cannot take
 //! them. In review mode, edits are held as proposals until accepted. Every applied plan is
 //! remembered for undo.
+//!
+//! An editor's `applied: true` is not trusted: the texts an open document goes through after
+//! the edit was sent tell whether the edit landed on the text it was computed against, was
+//! skipped, or was applied to text the user had changed meanwhile (a client that does not check
+//! versions). An edit that landed only in part or misplaced is taken back, and the user told
+//! when it cannot be.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,7 +22,10 @@ use tower_lsp_server::ls_types as lsp;
 use super::super::convert;
 use crate::agent::tools::{EditTarget, Protection, check_inside};
 use crate::agent::{ToolEvent, ToolEvents};
-use crate::buffers::{Buffers, DocumentKey, PositionEncoding, offset_to_position};
+use crate::buffers::{
+    Buffers, DocumentKey, Following, Position, PositionEncoding, TextChange, apply_changes,
+    offset_to_position,
+};
 use crate::edit::plan::replacement;
 use crate::edit::{
     ActionKind, Checkpoint, CheckpointLog, DiskFiles, EditError, FilePlan, FileSource, FileState,
@@ -28,7 +37,7 @@ use crate::workspace::Overlay;
 const CONFIRMATION: Duration = Duration::from_secs(3);
 
 /// What the client declared it takes in a `workspace/applyEdit`
-/// (`workspace.workspaceEdit` in its capabilities).
+/// (`workspace.workspaceEdit` in its capabilities), and what is known of its handler.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EditCapabilities {
     /// `documentChanges`: versioned text document edits, and unversioned ones for files it
@@ -37,22 +46,50 @@ pub struct EditCapabilities {
     pub create: bool,
     pub rename: bool,
     pub delete: bool,
+    /// Neovim's own client, without a plugin that declares `documentChanges`: its handler
+    /// applies versioned `documentChanges` although the client does not declare them, but
+    /// checks the version only of a request's first `TextDocumentEdit` and only when it is
+    /// above 0, and answers `applied: true` when it skipped a stale edit. So it gets its open
+    /// documents' edits versioned, one document per request, never at version 0 (a buffer
+    /// that changed since Neovim's `didOpen` at version 0 is at its changedtick, above 1).
+    pub neovim_builtin: bool,
 }
 
 impl EditCapabilities {
-    pub fn of_client(capabilities: Option<&lsp::ClientCapabilities>) -> Self {
-        let Some(edit) = capabilities
+    /// What the client declared, and who it is (`clientInfo.name`).
+    pub fn of_client(
+        capabilities: Option<&lsp::ClientCapabilities>,
+        client_name: Option<&str>,
+    ) -> Self {
+        let edit = capabilities
             .and_then(|caps| caps.workspace.as_ref())
-            .and_then(|ws| ws.workspace_edit.as_ref())
-        else {
-            return Self::default();
-        };
-        let operations = edit.resource_operations.as_deref().unwrap_or_default();
+            .and_then(|ws| ws.workspace_edit.as_ref());
+        let operations = edit
+            .and_then(|edit| edit.resource_operations.as_deref())
+            .unwrap_or_default();
+        let document_changes = edit.and_then(|edit| edit.document_changes) == Some(true);
         Self {
-            document_changes: edit.document_changes == Some(true),
+            document_changes,
             create: operations.contains(&lsp::ResourceOperationKind::Create),
             rename: operations.contains(&lsp::ResourceOperationKind::Rename),
             delete: operations.contains(&lsp::ResourceOperationKind::Delete),
+            neovim_builtin: !document_changes && client_name == Some("Neovim"),
+        }
+    }
+
+    /// Whether the open documents' edits go as versioned `documentChanges`.
+    fn versioned(&self) -> bool {
+        self.document_changes || self.neovim_builtin
+    }
+
+    /// The version to send for a document the server holds at `version`: Neovim's handler
+    /// does not check version 0, but does check 1, which no buffer that changed since its
+    /// `didOpen` (at 0) is at.
+    fn sent_version(&self, version: i32) -> i32 {
+        if self.neovim_builtin {
+            version.max(1)
+        } else {
+            version
         }
     }
 
@@ -342,6 +379,18 @@ impl EditorTarget {
         Ok(())
     }
 
+    /// The open document at `path` as the server holds it, followed from now on.
+    fn follow(&self, path: &Path) -> Option<Followed> {
+        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        let (following, document) = buffers.follow(&DocumentKey::File(self.root.join(path)))?;
+        Some(Followed {
+            buffers: Arc::clone(&self.buffers),
+            following: Some(following),
+            version: document.version(),
+            text: document.text().to_string(),
+        })
+    }
+
     fn open_document(&self, path: &Path) -> Option<(i32, String)> {
         let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
         buffers
@@ -400,7 +449,7 @@ impl EditorTarget {
         let mut unopened = Vec::new();
         for file in &plan.files {
             let before = file.before.as_ref().map(|b| b.text.as_str());
-            match self.open_document(&file.path) {
+            match self.follow(&file.path) {
                 Some(_) if file.after.is_none() && !self.capabilities.deletes_open() => {
                     return Err(EditError::BadPath {
                         path: file.path.to_string_lossy().into_owned(),
@@ -408,17 +457,22 @@ impl EditorTarget {
                                  its edits; leave it, or ask the user to delete it",
                     });
                 }
-                Some((version, text)) => {
+                Some(followed) => {
                     // The buffer must still hold what the plan was computed against.
-                    if before != Some(text.as_str()) {
+                    if before != Some(followed.text.as_str()) {
                         return Err(EditError::Stale {
                             path: file.path.clone(),
                         });
                     }
+                    let edits = match &file.after {
+                        Some(_) => file.edits.clone(),
+                        None => vec![replacement(&followed.text, "")],
+                    };
                     open.push(OpenFile {
-                        plan: file,
-                        version,
-                        text,
+                        path: file.path.clone(),
+                        edits,
+                        after: file.after.clone(),
+                        followed,
                     });
                 }
                 None => unopened.push(file),
@@ -439,55 +493,98 @@ impl EditorTarget {
         Ok(())
     }
 
+    /// Sends the edit in as many requests as the client needs (one per document for Neovim's
+    /// own client, which checks the version of the first only), each confirmed before the
+    /// next; when one fails, what the others changed is taken back.
     fn apply_in_editor(
         &self,
         open: &[OpenFile],
         unopened: &[&FilePlan],
         plan: &Plan,
     ) -> Result<(), EditError> {
+        let requests: Vec<&[OpenFile]> = if self.capabilities.neovim_builtin && !open.is_empty() {
+            open.chunks(1).collect()
+        } else {
+            vec![open]
+        };
+        let mut landed = Vec::new();
+        for (index, request) in requests.into_iter().enumerate() {
+            let unopened = if index == 0 { unopened } else { &[] };
+            match self.deliver(request, unopened, plan) {
+                Ok(()) => landed.extend(request.iter().filter_map(OpenFile::landed)),
+                Err(failure) => {
+                    landed.extend(failure.take_back);
+                    return Err(self.recover(failure.error, landed));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One `workspace/applyEdit` of `open` and `unopened`, confirmed from what the editor
+    /// shows next (`applied: true` is not proof).
+    fn deliver(
+        &self,
+        open: &[OpenFile],
+        unopened: &[&FilePlan],
+        plan: &Plan,
+    ) -> Result<(), Failure> {
         let encoding = self
             .buffers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .encoding();
-        let edit = if self.capabilities.document_changes {
+        let first = open
+            .first()
+            .map(|file| file.path.clone())
+            .or_else(|| unopened.first().map(|file| file.path.clone()))
+            .unwrap_or_default();
+        let refused = |error: EditError| Failure {
+            error,
+            take_back: Vec::new(),
+        };
+        let sent: Vec<Vec<lsp::TextEdit>> = open
+            .iter()
+            .map(|file| text_edits(&file.followed.text, &file.edits, encoding))
+            .collect();
+        let edit = if self.capabilities.versioned() {
             let mut operations = Vec::new();
-            for file in open {
-                let path = self.root.join(&file.plan.path);
-                let edits = match &file.plan.after {
-                    Some(_) => text_edits(&file.text, &file.plan.edits, encoding),
-                    None => text_edits(&file.text, &[replacement(&file.text, "")], encoding),
-                };
-                operations.push(text_document_edit(&path, Some(file.version), edits)?);
-                if file.plan.after.is_none() {
-                    operations.push(delete_file(file_uri(&path)?));
+            for (file, edits) in open.iter().zip(&sent) {
+                let path = self.root.join(&file.path);
+                let version = self.capabilities.sent_version(file.followed.version);
+                operations
+                    .push(text_document_edit(&path, Some(version), edits.clone()).map_err(refused)?);
+                if file.after.is_none() {
+                    operations.push(delete_file(file_uri(&path).map_err(refused)?));
                 }
             }
-            operations.extend(self.unopened_operations(unopened, plan, encoding)?);
+            operations.extend(
+                self.unopened_operations(unopened, plan, encoding)
+                    .map_err(refused)?,
+            );
             lsp::WorkspaceEdit {
                 document_changes: Some(lsp::DocumentChanges::Operations(operations)),
                 ..Default::default()
             }
         } else {
             let mut changes = HashMap::new();
-            for file in open {
-                let uri = file_uri(&self.root.join(&file.plan.path))?;
-                changes.insert(uri, text_edits(&file.text, &file.plan.edits, encoding));
+            for (file, edits) in open.iter().zip(&sent) {
+                let uri = file_uri(&self.root.join(&file.path)).map_err(refused)?;
+                changes.insert(uri, edits.clone());
             }
             lsp::WorkspaceEdit {
                 changes: Some(changes),
                 ..Default::default()
             }
         };
-        let first = plan.files[0].path.clone();
-        let stale = || EditError::Stale {
-            path: first.clone(),
+        let stale = |path: &Path| EditError::Stale {
+            path: path.to_path_buf(),
         };
         let client = self.client.clone();
         let response = self
             .runtime
             .block_on(async move { client.apply_edit(edit).await })
-            .map_err(|_| stale())?;
+            .map_err(|_| refused(stale(&first)))?;
         if !response.applied {
             tracing::info!(
                 "the editor rejected an agent edit: {}",
@@ -496,18 +593,62 @@ impl EditorTarget {
                     .as_deref()
                     .unwrap_or("no reason given")
             );
-            return Err(stale());
+            return Err(refused(stale(&first)));
         }
-        // `applied: true` is not trusted: every file must show the plan's result — an open
-        // buffer from its `didChange`, another file from the `didOpen` of the buffer the
-        // editor opened to edit it, or on disk.
+        // Every file must show the plan's result — an open buffer in the texts it went
+        // through since, another file from the `didOpen` of the buffer the editor opened to
+        // edit it, or on disk.
+        let mut watches: Vec<Watch> = open
+            .iter()
+            .zip(sent)
+            .map(|(file, sent)| Watch::new(file, sent))
+            .collect();
         let deadline = Instant::now() + CONFIRMATION;
         loop {
-            let open_pending = open.iter().find(|file| !self.shows(file.plan));
+            for (watch, file) in watches.iter_mut().zip(open) {
+                if matches!(watch.landing, Landing::Pending) {
+                    watch.landing = self.landing(file, watch, encoding);
+                }
+            }
+            let landed = |open: &[OpenFile], watches: &[Watch]| -> Vec<TakeBack> {
+                open.iter()
+                    .zip(watches)
+                    .filter(|(_, watch)| matches!(watch.landing, Landing::Applied))
+                    .filter_map(|(file, _)| file.landed())
+                    .collect()
+            };
+            if let Some((file, watch)) = open
+                .iter()
+                .zip(&watches)
+                .find(|(_, watch)| matches!(watch.landing, Landing::Misplaced { .. }))
+            {
+                let Landing::Misplaced { on, result } = &watch.landing else {
+                    unreachable!("found as misplaced")
+                };
+                tracing::info!(
+                    "the editor applied an agent edit of {} to text the user had changed since",
+                    file.path.display()
+                );
+                let mut take_back = landed(open, &watches);
+                take_back.push(TakeBack {
+                    path: file.path.clone(),
+                    now: result.clone(),
+                    restore: on.clone(),
+                    misplaced: true,
+                });
+                return Err(Failure {
+                    error: stale(&file.path),
+                    take_back,
+                });
+            }
+            let open_pending = open
+                .iter()
+                .zip(&watches)
+                .find(|(_, watch)| matches!(watch.landing, Landing::Pending));
             let unopened_pending = unopened.iter().find(|file| !self.shows(file));
             let (path, unconfirmed) = match (open_pending, unopened_pending) {
                 (None, None) => return Ok(()),
-                (Some(file), _) => (&file.plan.path, false),
+                (Some((file, _)), _) => (&file.path, false),
                 (None, Some(file)) => (&file.path, true),
             };
             if Instant::now() <= deadline {
@@ -521,12 +662,122 @@ impl EditorTarget {
             let path = path.clone();
             // A versioned edit the editor skipped is safe to redo; an unversioned one might
             // sit in a buffer wright cannot see, and redoing it could apply it twice.
-            return Err(if unconfirmed {
-                EditError::Unconfirmed { path }
-            } else {
-                EditError::Stale { path }
+            return Err(Failure {
+                error: if unconfirmed {
+                    EditError::Unconfirmed { path }
+                } else {
+                    EditError::Stale { path }
+                },
+                take_back: landed(open, &watches),
             });
         }
+    }
+
+    /// How `file`'s edit has landed so far, judged from the texts its buffer went through
+    /// since it was sent (or, when the buffer was closed or reopened since, from what the
+    /// editor and the disk show now).
+    fn landing(&self, file: &OpenFile, watch: &mut Watch, encoding: PositionEncoding) -> Landing {
+        let (Some(after), Some(texts)) = (&watch.after, file.followed.texts()) else {
+            return if self.shows_at(&file.path, file.after.as_deref()) {
+                Landing::Applied
+            } else {
+                Landing::Pending
+            };
+        };
+        while watch.examined < texts.len() {
+            let (_, text) = &texts[watch.examined];
+            if text == after {
+                return Landing::Applied;
+            }
+            // The edit applied (by position, as a client that does not check versions does)
+            // to a text the user had changed: one of the texts before this one.
+            for (index, (_, earlier)) in texts[..watch.examined].iter().enumerate() {
+                if watch.merged.len() <= index {
+                    watch.merged.push(apply_sent(earlier, &watch.sent, encoding));
+                }
+                if watch.merged[index].as_ref() == Some(text) {
+                    return Landing::Misplaced {
+                        on: earlier.to_string(),
+                        result: text.to_string(),
+                    };
+                }
+            }
+            watch.examined += 1;
+        }
+        Landing::Pending
+    }
+
+    /// Takes back `changes` (what the edit that failed, or the requests before it, changed),
+    /// and returns the error to report: `error` when all of them were taken back, else that
+    /// the edit may be there, misplaced. The user is told of an edit that landed misplaced,
+    /// and of any change that could not be taken back.
+    fn recover(&self, error: EditError, changes: Vec<TakeBack>) -> EditError {
+        if changes.is_empty() {
+            return error;
+        }
+        let misplaced: Vec<String> = changes
+            .iter()
+            .filter(|change| change.misplaced)
+            .map(|change| display_path(&change.path))
+            .collect();
+        let kept = self.take_back(changes);
+        let message = if kept.is_empty() {
+            if misplaced.is_empty() {
+                return error;
+            }
+            format!(
+                "wright: the agent's edit of {} landed on text you had just changed; it was \
+                 taken back, and the agent will redo it",
+                misplaced.join(", ")
+            )
+        } else {
+            let names: Vec<String> = kept.iter().map(|path| display_path(path)).collect();
+            format!(
+                "wright: the agent's edit of {} landed on text you had just changed (or only \
+                 in part) and could not be taken back: check it (undo takes it back)",
+                names.join(", ")
+            )
+        };
+        tracing::warn!("{message}");
+        let client = self.client.clone();
+        self.runtime.block_on(async move {
+            client
+                .show_message(lsp::MessageType::WARNING, message)
+                .await;
+        });
+        match kept.into_iter().next() {
+            Some(path) => EditError::Misapplied { path },
+            None => error,
+        }
+    }
+
+    /// Brings each document back to the text it had before, when it still reads what the
+    /// edit made of it; the paths it could not bring back.
+    fn take_back(&self, changes: Vec<TakeBack>) -> Vec<PathBuf> {
+        let mut kept = Vec::new();
+        let mut open = Vec::new();
+        for change in changes {
+            match self.follow(&change.path) {
+                Some(followed) if followed.text == change.now => open.push(OpenFile {
+                    edits: vec![replacement(&change.now, &change.restore)],
+                    path: change.path,
+                    after: Some(change.restore),
+                    followed,
+                }),
+                _ => kept.push(change.path),
+            }
+        }
+        let requests: Vec<&[OpenFile]> = if self.capabilities.neovim_builtin {
+            open.chunks(1).collect()
+        } else {
+            vec![&open[..]]
+        };
+        for request in requests.into_iter().filter(|request| !request.is_empty()) {
+            if self.deliver(request, &[], &Plan::default()).is_err() {
+                kept.extend(request.iter().map(|file| file.path.clone()));
+            }
+        }
+        kept
     }
 
     /// The operations that bring the files the editor has not opened to the plan's result:
@@ -623,24 +874,147 @@ impl EditorTarget {
         })
     }
 
-    /// Whether the editor or the disk shows `file`'s result: an open buffer holding it, or,
-    /// with no buffer open, the disk; a deleted file gone from the disk, its buffer (if the
-    /// editor has not closed it yet) emptied.
+    /// Whether the editor or the disk shows `file`'s result.
     fn shows(&self, file: &FilePlan) -> bool {
-        let on_disk = || self.disk_text(&file.path).ok().flatten();
-        match (self.open_document(&file.path), &file.after) {
-            (Some((_, text)), Some(after)) => &text == after,
+        self.shows_at(&file.path, file.after.as_deref())
+    }
+
+    /// Whether the editor or the disk shows `after` at `path`: an open buffer holding it, or,
+    /// with no buffer open, the disk; a deleted file (`None`) gone from the disk, its buffer
+    /// (if the editor has not closed it yet) emptied.
+    fn shows_at(&self, path: &Path, after: Option<&str>) -> bool {
+        let on_disk = || self.disk_text(path).ok().flatten();
+        match (self.open_document(path), after) {
+            (Some((_, text)), Some(after)) => text == after,
             (open, None) => open.is_none_or(|(_, text)| text.is_empty()) && on_disk().is_none(),
-            (None, after) => &on_disk() == after,
+            (None, after) => on_disk().as_deref() == after,
         }
     }
 }
 
-/// An open document a plan changes, as the server holds it.
-struct OpenFile<'a> {
-    plan: &'a FilePlan,
+/// An open document an edit changes: as the server held it when the edit was checked against
+/// it (and followed from then on), the edit, and its result (`None`: deleted).
+struct OpenFile {
+    path: PathBuf,
+    edits: Vec<Replacement>,
+    after: Option<String>,
+    followed: Followed,
+}
+
+impl OpenFile {
+    /// How to take back this edit once it landed; `None` for a deletion (its buffer is gone).
+    fn landed(&self) -> Option<TakeBack> {
+        Some(TakeBack {
+            path: self.path.clone(),
+            now: self.after.clone()?,
+            restore: self.followed.text.clone(),
+            misplaced: false,
+        })
+    }
+}
+
+/// An open document as the server held it when it started following it; stops following
+/// when dropped.
+struct Followed {
+    buffers: Arc<Mutex<Buffers>>,
+    following: Option<Following>,
     version: i32,
     text: String,
+}
+
+impl Followed {
+    /// The texts the document went through since; `None` when it was closed or reopened.
+    fn texts(&self) -> Option<Vec<(i32, ropey::Rope)>> {
+        let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        buffers.followed(self.following.as_ref()?)
+    }
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        if let Some(following) = self.following.take() {
+            self.buffers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .unfollow(following);
+        }
+    }
+}
+
+/// What is known of how an edit sent to the editor landed in one open document.
+enum Landing {
+    /// Not shown yet.
+    Pending,
+    /// The edit's result appeared: it was applied to the text it was computed against.
+    Applied,
+    /// The edit was applied to `on`, a text the user had changed since, making `result`.
+    Misplaced { on: String, result: String },
+}
+
+/// The judging of one open document's edit, kept across the polls of the confirmation.
+struct Watch {
+    /// The LSP edits sent, against the text the edit was computed for.
+    sent: Vec<lsp::TextEdit>,
+    after: Option<ropey::Rope>,
+    /// How many of the texts followed were looked at already.
+    examined: usize,
+    /// The sent edits applied to each of the texts looked at (`None`: they do not apply).
+    merged: Vec<Option<ropey::Rope>>,
+    landing: Landing,
+}
+
+impl Watch {
+    fn new(file: &OpenFile, sent: Vec<lsp::TextEdit>) -> Self {
+        Self {
+            sent,
+            after: file.after.as_deref().map(ropey::Rope::from_str),
+            examined: 0,
+            merged: Vec::new(),
+            landing: Landing::Pending,
+        }
+    }
+}
+
+/// A change to bring back: the document at `path` should read `now`, and is to read
+/// `restore` again.
+struct TakeBack {
+    path: PathBuf,
+    now: String,
+    restore: String,
+    /// The edit landed on text the user had changed (rather than being one part of an edit
+    /// whose other part failed).
+    misplaced: bool,
+}
+
+/// Why a request's edit did not hold, and what of it landed.
+struct Failure {
+    error: EditError,
+    take_back: Vec<TakeBack>,
+}
+
+/// `text` with the LSP edits `sent` applied as a client applies them, by position whatever
+/// the text; `None` when their ranges do not apply.
+fn apply_sent(
+    text: &ropey::Rope,
+    sent: &[lsp::TextEdit],
+    encoding: PositionEncoding,
+) -> Option<ropey::Rope> {
+    let position = |p: lsp::Position| Position::new(p.line, p.character);
+    let mut changes: Vec<TextChange> = sent
+        .iter()
+        .map(|edit| TextChange {
+            range: Some((position(edit.range.start), position(edit.range.end))),
+            text: edit.new_text.clone(),
+        })
+        .collect();
+    // All of them are against the same text: applied last first, each leaves the positions
+    // of those before it as they were.
+    changes.sort_by_key(|change| std::cmp::Reverse(change.range.map(|(start, _)| start)));
+    apply_changes(text, &changes, encoding, |_| {}).ok()
+}
+
+fn display_path(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
 }
 
 fn delete_file(uri: lsp::Uri) -> lsp::DocumentChangeOperation {
@@ -750,5 +1124,44 @@ impl EditTarget for EditorTarget {
 
     fn protection(&self) -> &Protection {
         &self.protection
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capabilities(workspace_edit: serde_json::Value) -> lsp::ClientCapabilities {
+        serde_json::from_value(serde_json::json!({"workspace": {"workspaceEdit": workspace_edit}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn neovim_is_told_apart_only_when_it_declares_no_document_changes() {
+        let builtin = capabilities(serde_json::json!({"resourceOperations": ["rename", "create", "delete"]}));
+        let neovim = EditCapabilities::of_client(Some(&builtin), Some("Neovim"));
+        assert!(neovim.neovim_builtin && neovim.versioned() && !neovim.document_changes);
+        assert_eq!((neovim.sent_version(0), neovim.sent_version(7)), (1, 7));
+        // wright.nvim declares documentChanges and checks every version itself.
+        let plugin = capabilities(serde_json::json!({"documentChanges": true}));
+        let with_plugin = EditCapabilities::of_client(Some(&plugin), Some("Neovim"));
+        assert!(!with_plugin.neovim_builtin && with_plugin.versioned());
+        assert_eq!(with_plugin.sent_version(0), 0);
+        let other = EditCapabilities::of_client(Some(&builtin), Some("helix"));
+        assert!(!other.neovim_builtin && !other.versioned());
+    }
+
+    #[test]
+    fn sent_edits_apply_by_position_to_whatever_text_they_meet() {
+        let base = "one\ntwo\n";
+        let edits = text_edits(
+            base,
+            &[replacement(base, "one\n2\n")],
+            PositionEncoding::Utf16,
+        );
+        let typed = ropey::Rope::from_str("typed\none\ntwo\n");
+        let merged = apply_sent(&typed, &edits, PositionEncoding::Utf16).unwrap();
+        // Line 1 was "two" when the edit was computed; in the text it met, it is "one".
+        assert_eq!(merged.to_string(), "typed\n2\ntwo\n");
     }
 }
