@@ -26,14 +26,14 @@ fn is_log(message: &Value) -> bool {
 #[test]
 fn a_client_that_asks_for_the_log_gets_every_record_with_its_level_and_none_on_stderr() {
     let dir = TempDir::new("log-messages");
-    dir.write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+    dir.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    );
     let mut editor = start(&dir, true);
     // The index's INFO record, as info, named by its module.
     let indexed = editor.expect_log(3, "symbols searchable");
-    assert!(
-        indexed.starts_with("wright::lsp::indexing: "),
-        "{indexed}"
-    );
+    assert!(indexed.starts_with("wright::lsp::indexing: "), "{indexed}");
     // A DEBUG record, as a log message.
     let debug = editor.expect_log(4, "the client asked for the log");
     assert!(debug.starts_with("wright::lsp::transport: "), "{debug}");
@@ -43,7 +43,11 @@ fn a_client_that_asks_for_the_log_gets_every_record_with_its_level_and_none_on_s
     assert!(error.starts_with("wright::lsp::transport: "), "{error}");
     assert_eq!(editor.status()["log"], "window/logMessage");
     let repeated = editor.discard(|m| {
-        is_log(m) && m["params"]["message"].as_str().unwrap_or("").contains("ignored")
+        is_log(m)
+            && m["params"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("ignored")
     });
     assert_eq!(repeated, 0, "the error was told once");
     editor.discard(is_log);
@@ -59,7 +63,10 @@ fn a_client_that_asks_for_the_log_gets_every_record_with_its_level_and_none_on_s
 #[test]
 fn a_client_that_does_not_ask_keeps_the_log_on_stderr() {
     let dir = TempDir::new("log-stderr");
-    dir.write("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+    dir.write(
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+    );
     let mut editor = start(&dir, false);
     let stderr = editor.stderr_handle();
     wright_tests::session::wait_until(
@@ -68,13 +75,14 @@ fn a_client_that_does_not_ask_keeps_the_log_on_stderr() {
         || stderr.text().contains("symbols searchable"),
     );
     assert!(
-        editor.try_take(|m| {
-            is_log(m)
-                && m["params"]["message"]
-                    .as_str()
-                    .is_some_and(|text| text.contains("searchable"))
-        })
-        .is_none(),
+        editor
+            .try_take(|m| {
+                is_log(m)
+                    && m["params"]["message"]
+                        .as_str()
+                        .is_some_and(|text| text.contains("searchable"))
+            })
+            .is_none(),
         "records are not sent to a client that did not ask"
     );
     editor.discard(is_log);

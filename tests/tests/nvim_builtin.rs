@@ -84,7 +84,14 @@ fn apply_text_edits(text: &str, edits: &Value) -> String {
 /// Applies `edit` to `text` and tells the server as Neovim does: the ranged changes (each
 /// edit against the text the one after it left: Neovim applies them last first), then the
 /// answer.
-fn applies(editor: &mut Editor, id: &Value, uri: &str, version: i32, text: &mut String, edit: &Value) {
+fn applies(
+    editor: &mut Editor,
+    id: &Value,
+    uri: &str,
+    version: i32,
+    text: &mut String,
+    edit: &Value,
+) {
     let mut edits: Vec<Value> = edit["edits"].as_array().unwrap().clone();
     edits.sort_by_key(|edit| {
         let start = &edit["range"]["start"];
@@ -182,7 +189,10 @@ fn an_edit_neovim_applied_to_text_the_user_had_changed_is_taken_back_and_redone(
     let (version, held) = editor.text_of(&uri);
     assert_eq!(
         (version, held.as_str()),
-        (7, format!("{TYPED}{}", LIB.replace("a - b", "a + b")).as_str())
+        (
+            7,
+            format!("{TYPED}{}", LIB.replace("a - b", "a + b")).as_str()
+        )
     );
     editor.shutdown();
 }

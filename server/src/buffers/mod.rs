@@ -257,7 +257,10 @@ mod tests {
         };
         buffers.change(&key, 2, &[insert(0, "x")]).unwrap();
         let (following, start) = buffers.follow(&key).unwrap();
-        assert_eq!((start.version(), start.text().to_string()), (2, "xab".into()));
+        assert_eq!(
+            (start.version(), start.text().to_string()),
+            (2, "xab".into())
+        );
         let (late, _) = buffers.follow(&key).unwrap();
         buffers
             .change(&key, 3, &[insert(3, "y"), insert(0, "z")])
@@ -272,11 +275,26 @@ mod tests {
         );
         buffers.unfollow(late);
         assert!(
-            buffers.change(&key, 4, &[TextChange { range: None, text: "q".into() }]).is_ok()
+            buffers
+                .change(
+                    &key,
+                    4,
+                    &[TextChange {
+                        range: None,
+                        text: "q".into()
+                    }]
+                )
+                .is_ok()
         );
-        assert_eq!(texts(&following, &buffers).last().unwrap(), &(4, "q".to_owned()));
+        assert_eq!(
+            texts(&following, &buffers).last().unwrap(),
+            &(4, "q".to_owned())
+        );
         buffers.open(key.clone(), Document::new("new", 1, "plaintext"));
-        assert!(buffers.followed(&following).is_none(), "reopened: no continuation");
+        assert!(
+            buffers.followed(&following).is_none(),
+            "reopened: no continuation"
+        );
         buffers.unfollow(following);
         assert!(buffers.trails.is_empty(), "nobody follows: nothing kept");
     }

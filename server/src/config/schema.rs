@@ -771,7 +771,7 @@ pub fn reference() -> String {
         "# Configuration reference\n\n\
          Generated from the schema (`server/src/config/schema.rs`) by `cargo xtask codegen`; a \
          test fails when this file and the schema differ. Where the layers come from and how \
-         they combine: the README's configuration section.\n\n\
+         they combine: `docs/guide/configuration.md`.\n\n\
          A key is set in `$XDG_CONFIG_HOME/wright/config.toml` (yours), in a workspace's \
          `.wright/config.toml` (the repository's: what it may do is the key's rule below), in \
          the editor's settings, or by its environment variable (highest). Lists are items \

@@ -199,10 +199,16 @@ mod tests {
 
     #[test]
     fn levels_become_message_types_and_records_a_notification() {
-        let types: Vec<u8> = [Level::ERROR, Level::WARN, Level::INFO, Level::DEBUG, Level::TRACE]
-            .into_iter()
-            .map(message_type)
-            .collect();
+        let types: Vec<u8> = [
+            Level::ERROR,
+            Level::WARN,
+            Level::INFO,
+            Level::DEBUG,
+            Level::TRACE,
+        ]
+        .into_iter()
+        .map(message_type)
+        .collect();
         assert_eq!(types, [1, 2, 3, 4, 4]);
         let frame: Value = serde_json::from_slice(&notification(3, "wright::x: hi")).unwrap();
         assert_eq!(

@@ -146,7 +146,9 @@ where
                         && super::client_log::wanted(request.params())
                         && super::client_log::route_to(outgoing.clone())
                     {
-                        tracing::debug!("the client asked for the log: it goes as window/logMessage");
+                        tracing::debug!(
+                            "the client asked for the log: it goes as window/logMessage"
+                        );
                     }
                     // Method, id and size only: bodies can carry keys (initializationOptions).
                     tracing::trace!("<- {method} id={:?} ({} bytes)", request.id(), body.len());

@@ -552,8 +552,9 @@ impl EditorTarget {
             for (file, edits) in open.iter().zip(&sent) {
                 let path = self.root.join(&file.path);
                 let version = self.capabilities.sent_version(file.followed.version);
-                operations
-                    .push(text_document_edit(&path, Some(version), edits.clone()).map_err(refused)?);
+                operations.push(
+                    text_document_edit(&path, Some(version), edits.clone()).map_err(refused)?,
+                );
                 if file.after.is_none() {
                     operations.push(delete_file(file_uri(&path).map_err(refused)?));
                 }
@@ -693,7 +694,9 @@ impl EditorTarget {
             // to a text the user had changed: one of the texts before this one.
             for (index, (_, earlier)) in texts[..watch.examined].iter().enumerate() {
                 if watch.merged.len() <= index {
-                    watch.merged.push(apply_sent(earlier, &watch.sent, encoding));
+                    watch
+                        .merged
+                        .push(apply_sent(earlier, &watch.sent, encoding));
                 }
                 if watch.merged[index].as_ref() == Some(text) {
                     return Landing::Misplaced {
@@ -1138,7 +1141,8 @@ mod tests {
 
     #[test]
     fn neovim_is_told_apart_only_when_it_declares_no_document_changes() {
-        let builtin = capabilities(serde_json::json!({"resourceOperations": ["rename", "create", "delete"]}));
+        let builtin =
+            capabilities(serde_json::json!({"resourceOperations": ["rename", "create", "delete"]}));
         let neovim = EditCapabilities::of_client(Some(&builtin), Some("Neovim"));
         assert!(neovim.neovim_builtin && neovim.versioned() && !neovim.document_changes);
         assert_eq!((neovim.sent_version(0), neovim.sent_version(7)), (1, 7));
