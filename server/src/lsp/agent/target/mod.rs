@@ -11,6 +11,12 @@
 //! versions). An edit that landed only in part or misplaced is taken back, and the user told
 //! when it cannot be.
 
+mod review;
+mod undo;
+
+use review::Proposal;
+pub use review::ReviewOverlay;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -128,33 +134,6 @@ impl Overlay for LiveBuffers {
 /// (`None`: deleted).
 type Pending = Arc<Mutex<BTreeMap<PathBuf, Proposal>>>;
 
-#[derive(Clone, Debug)]
-struct Proposal {
-    base: Option<Versioned>,
-    proposed: Option<String>,
-}
-
-/// What a review session sees: its own proposals over the live buffers and the disk.
-pub struct ReviewOverlay {
-    root: PathBuf,
-    pending: Pending,
-    live: LiveBuffers,
-}
-
-impl Overlay for ReviewOverlay {
-    fn buffer_text(&self, path: &Path) -> Option<String> {
-        let relative = path.strip_prefix(&self.root).ok()?;
-        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        match pending.get(relative) {
-            Some(proposal) => proposal.proposed.clone(),
-            None => {
-                drop(pending);
-                self.live.buffer_text(path)
-            }
-        }
-    }
-}
-
 /// Edits to the editor's open documents through `workspace/applyEdit`, and to other files on
 /// disk; every applied plan remembered for undo.
 pub struct EditorTarget {
@@ -220,18 +199,6 @@ impl EditorTarget {
         self
     }
 
-    /// Records an applied plan for undo.
-    fn remember(&self, plan: &Plan) {
-        let checkpoint = Checkpoint::of(plan);
-        if let Some(log) = &self.log {
-            log.append(&checkpoint);
-        }
-        self.applied
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(checkpoint);
-    }
-
     /// Holds edits for review instead of applying them.
     pub fn reviewing(mut self) -> Self {
         self.review = Some(Pending::default());
@@ -262,123 +229,6 @@ impl EditorTarget {
         }
     }
 
-    /// Applies every held edit, all files or none: refused, with nothing applied, when a file
-    /// changed since the agent first edited it (the user typed, or saved another version).
-    pub fn accept(&self) -> Result<Vec<String>, EditError> {
-        let Some(pending) = &self.review else {
-            return Ok(Vec::new());
-        };
-        let proposals = pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut files = Vec::new();
-        for (path, proposal) in &proposals {
-            let current = match self.live_state(path)? {
-                FileState::File(current) => Some(current),
-                FileState::Missing => None,
-                FileState::Directory => return Err(EditError::NotAFile { path: path.clone() }),
-            };
-            let base_text = proposal.base.as_ref().map(|b| &b.text);
-            if current.as_ref().map(|c| &c.text) != base_text {
-                return Err(EditError::Stale { path: path.clone() });
-            }
-            files.push(FilePlan {
-                path: path.clone(),
-                edits: match (&current, &proposal.proposed) {
-                    (Some(before), Some(after)) => {
-                        vec![crate::edit::plan::replacement(&before.text, after)]
-                    }
-                    _ => Vec::new(),
-                },
-                before: current,
-                after: proposal.proposed.clone(),
-            });
-        }
-        let plan = Plan {
-            files,
-            ..Plan::default()
-        };
-        self.apply_unrecorded(&plan)?;
-        self.remember(&plan);
-        pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        Ok(relative_names(proposals.keys()))
-    }
-
-    /// What commands must see besides the disk: the open buffers under the root, then (review
-    /// mode) the held proposals over them.
-    pub fn texts_for_commands(&self) -> Vec<(PathBuf, Vec<u8>)> {
-        let mut texts: BTreeMap<PathBuf, Vec<u8>> = {
-            let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
-            buffers
-                .snapshot()
-                .into_iter()
-                .filter_map(|(key, document)| match key {
-                    DocumentKey::File(path) => {
-                        let relative = path.strip_prefix(&self.root).ok()?.to_path_buf();
-                        Some((relative, document.text().to_string().into_bytes()))
-                    }
-                    DocumentKey::Other(_) => None,
-                })
-                .collect()
-        };
-        if let Some(pending) = &self.review {
-            for (path, proposal) in pending.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                if let Some(text) = &proposal.proposed {
-                    texts.insert(path.clone(), text.clone().into_bytes());
-                }
-            }
-        }
-        texts.into_iter().collect()
-    }
-
-    /// Whether edits are held for review.
-    pub fn reviews(&self) -> bool {
-        self.review.is_some()
-    }
-
-    /// Drops every held edit; the files they would have changed.
-    pub fn reject(&self) -> Vec<String> {
-        let Some(pending) = &self.review else {
-            return Vec::new();
-        };
-        let proposals = std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
-        relative_names(proposals.keys())
-    }
-
-    /// Holds `plan` for review, checked against what the session sees.
-    fn propose(&self, pending: &Pending, plan: &Plan) -> Result<(), EditError> {
-        for file in &plan.files {
-            let seen = match self.state(&file.path)? {
-                FileState::File(current) => Some(current.text),
-                _ => None,
-            };
-            if seen.as_ref() != file.before.as_ref().map(|b| &b.text) {
-                return Err(EditError::Stale {
-                    path: file.path.clone(),
-                });
-            }
-        }
-        let mut held = pending.lock().unwrap_or_else(|e| e.into_inner());
-        for file in &plan.files {
-            let base = match held.get(&file.path) {
-                Some(proposal) => proposal.base.clone(),
-                None => match self.live_state(&file.path)? {
-                    FileState::File(current) => Some(current),
-                    _ => None,
-                },
-            };
-            let proposal = Proposal {
-                base,
-                proposed: file.after.clone(),
-            };
-            let _ = self.tool_events.send(ToolEvent::EditProposed {
-                path: file.path.to_string_lossy().replace('\\', "/"),
-                before: proposal.base.as_ref().map(|b| b.text.clone()),
-                after: proposal.proposed.clone(),
-            });
-            held.insert(file.path.clone(), proposal);
-        }
-        Ok(())
-    }
-
     /// The open document at `path` as the server holds it, followed from now on.
     fn follow(&self, path: &Path) -> Option<Followed> {
         let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
@@ -396,46 +246,6 @@ impl EditorTarget {
         buffers
             .get(&DocumentKey::File(self.root.join(path)))
             .map(|document| (document.version(), document.text().to_string()))
-    }
-
-    /// Edits applied and not undone.
-    pub fn checkpoints(&self) -> usize {
-        self.applied.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Undoes the plans this target applied after the first `keep`, newest first, all or none
-    /// per plan.
-    pub fn undo_to(&self, keep: usize) -> Result<Vec<String>, EditError> {
-        let applied: Vec<Checkpoint> = self
-            .applied
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let mut files = Vec::new();
-        for checkpoint in applied.iter().skip(keep).rev() {
-            // Read back from disk: only what an edit could have recorded, and a protected
-            // path only with the user's leave again.
-            checkpoint.validate()?;
-            let root = crate::files::Root::open(&self.root)?;
-            self.protection.check(
-                Some(&root),
-                checkpoint.files.iter().map(|(path, _, _)| path.as_path()),
-            )?;
-            self.apply_unrecorded(&checkpoint.inverse())?;
-            let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
-            applied.pop();
-            if let Some(log) = &self.log {
-                log.rewrite(&applied);
-            }
-            drop(applied);
-            for (path, _, _) in &checkpoint.files {
-                let path = path.to_string_lossy().replace('\\', "/");
-                if !files.contains(&path) {
-                    files.push(path);
-                }
-            }
-        }
-        Ok(files)
     }
 
     /// Applies `plan` through the editor — the open documents versioned, the other files too
