@@ -70,12 +70,26 @@ struct Scene {
     user: User,
 }
 
+/// Where scenes live: the target's scratch folder, unless that is under /tmp or /dev/shm (a
+/// clone under /tmp), which every run's private /tmp hides: then /var/tmp, so what a scene
+/// puts beside the workspace or in its home is really there for the command to find or not.
+fn scene_base() -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let hidden = |path: &Path| path.starts_with("/tmp") || path.starts_with("/dev/shm");
+    let target_real = target.canonicalize().unwrap_or_else(|_| target.to_owned());
+    if !hidden(&target_real) {
+        return target.to_owned();
+    }
+    let var_tmp = Path::new("/var/tmp");
+    match var_tmp.canonicalize() {
+        Ok(real) if !hidden(&real) => var_tmp.to_owned(),
+        _ => target.to_owned(),
+    }
+}
+
 impl Scene {
     fn new(name: &str, user: User) -> Self {
-        let dir = TempDir::new_in(
-            Path::new(env!("CARGO_TARGET_TMPDIR")),
-            &format!("escape-{name}"),
-        );
+        let dir = TempDir::new_in(&scene_base(), &format!("escape-{name}"));
         for folder in ["ws", "home", "run", "outside", "cache"] {
             std::fs::create_dir_all(dir.path().join(folder)).unwrap();
         }
