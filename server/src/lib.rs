@@ -7,7 +7,6 @@ pub mod agent;
 pub mod buffers;
 pub mod compaction;
 pub mod config;
-pub mod doctor;
 pub mod edit;
 pub mod files;
 pub mod index;

@@ -1,7 +1,8 @@
 //! The `wright` command line: parses arguments, sets up logging, runs a subcommand.
 
-mod commands;
-mod terminal;
+mod cli;
+
+use cli::{terminal, workspace as commands};
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -268,7 +269,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Doctor { json } => {
             let env = |var: &str| std::env::var(var).ok();
-            let report = wright::doctor::Report::gather(&root, log, &env);
+            let report = cli::doctor::Report::gather(&root, log, &env);
             if json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json())?);
             } else {
@@ -290,14 +291,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .read_to_string(&mut input)
                 .context("reading the edit from stdin")?;
             let env = |var: &str| std::env::var(var).ok();
-            let gate = wright::edit::command::configured_gate(&root, &env);
-            let options = wright::edit::command::Options {
+            let gate = cli::apply::configured_gate(&root, &env);
+            let options = cli::apply::Options {
                 format,
                 dry_run,
                 json,
                 gate,
             };
-            let outcome = wright::edit::command::run(&root, &input, options);
+            let outcome = cli::apply::run(&root, &input, options);
             write!(terminal::stdout(json), "{}", outcome.stdout)?;
             write!(terminal::stderr(), "{}", outcome.stderr)?;
             Ok(ExitCode::from(outcome.code))
@@ -317,7 +318,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--timeout must be a positive number of seconds");
             }
             let workspace = commands::Workspace::load(root.clone());
-            let options = wright::sandbox::command::Options {
+            let options = cli::sandbox_run::Options {
                 allow_net,
                 timeout: std::time::Duration::from_secs_f64(timeout),
                 memory_mb: memory,
@@ -326,7 +327,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 settings: wright::sandbox::policy::settings(&workspace.config),
             };
             let env = |var: &str| std::env::var(var).ok();
-            let printed = wright::sandbox::command::run(&root, command, &options, &env);
+            let printed = cli::sandbox_run::run(&root, command, &options, &env);
             terminal::stdout(json).write_all(&printed.stdout)?;
             terminal::stderr().write_all(&printed.stderr)?;
             Ok(ExitCode::from(printed.code))

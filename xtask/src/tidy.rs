@@ -81,7 +81,6 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("files", &[]),
     ("buffers", &[]),
     ("languages", &[]),
-    ("terminal", &[]),
     ("workspace", &["files"]),
     ("config", &["files"]),
     ("search", &["workspace"]),
@@ -92,7 +91,6 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("router", &["config", "llm"]),
     ("retrieval", &["index", "llm", "workspace"]),
     ("compaction", &["config", "files", "llm"]),
-    ("doctor", &["config", "files", "index", "sandbox"]),
     (
         "agent",
         &[
@@ -123,7 +121,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
-    ("commands", &["terminal"]),
+    // The binary's subcommands: they reach the library as `wright::…`, as any user would.
+    ("cli", &[]),
 ];
 
 /// References to files outside the repository (the design notes it was started from): what the

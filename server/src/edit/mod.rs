@@ -11,7 +11,6 @@
 
 pub mod apply;
 pub mod checkpoint;
-pub mod command;
 pub mod format;
 pub mod gate;
 pub mod locate;

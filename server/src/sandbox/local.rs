@@ -654,14 +654,14 @@ impl Drop for PrivateTmp {
 }
 
 /// Where throw-away snapshots go: beside the user's cache, never inside a workspace.
-pub(crate) fn snapshot_base(
+pub fn snapshot_base(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<PathBuf, crate::config::NoPrivateDir> {
     Ok(crate::config::cache_dir(env)?.join("sandbox"))
 }
 
 /// A fresh, uniquely named snapshot folder path under `base`.
-pub(crate) fn fresh_snapshot_dir(base: &Path) -> PathBuf {
+pub fn fresh_snapshot_dir(base: &Path) -> PathBuf {
     use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(0);
     base.join(format!(

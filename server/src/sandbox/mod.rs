@@ -12,7 +12,6 @@
 
 mod capture;
 mod cgroup;
-pub mod command;
 mod diff;
 mod env;
 pub mod escalation;
@@ -37,7 +36,7 @@ pub use capture::{Captured, DEFAULT_CAP};
 pub use cgroup::Support as CgroupSupport;
 pub use env::looks_secret;
 pub use helper::main as helper_main;
-pub use local::{LocalBackend, Prepared};
+pub use local::{LocalBackend, Prepared, fresh_snapshot_dir, snapshot_base};
 pub use pool::Pool;
 pub use snapshot::{Change, ChangeKind, Scan, Snapshot, SnapshotKind, remove_tree};
 pub use spec::HELPER_SUBCOMMAND;

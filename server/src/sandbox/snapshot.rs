@@ -147,7 +147,8 @@ impl Snapshot {
         self.kind
     }
 
-    pub(crate) fn dir(&self) -> &Path {
+    /// The snapshot's own folder (its layer and work folders), for its owner to remove.
+    pub fn dir(&self) -> &Path {
         &self.dir
     }
 

@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::local::{fresh_snapshot_dir, snapshot_base};
-use super::snapshot::remove_tree;
-use super::{
+use wright::sandbox::{
     Backend, Filesystem, Limits, LocalBackend, Network, Outcome, Permissions, Request,
-    SandboxError, escalation,
+    SandboxError, escalation, fresh_snapshot_dir, remove_tree, snapshot_base,
 };
 
 /// The flags of `wright sandbox run`.
@@ -23,7 +21,7 @@ pub struct Options {
     pub snapshot: bool,
     pub json: bool,
     /// The configuration's `sandbox.*` settings.
-    pub settings: super::policy::SandboxSettings,
+    pub settings: wright::sandbox::policy::SandboxSettings,
 }
 
 /// What the binary prints and exits with.
@@ -49,7 +47,7 @@ pub fn run(
         Ok(backend) => backend,
         Err(err) => return refuse(format!("locating the wright binary: {err}")),
     };
-    backend.allow_fallback(options.settings.fallback == crate::config::Fallback::Landlock);
+    backend.allow_fallback(options.settings.fallback == wright::config::Fallback::Landlock);
     let mut request = Request {
         argv,
         workspace: root.to_path_buf(),
@@ -68,7 +66,7 @@ pub fn run(
         },
         ..Request::default()
     };
-    super::policy::apply(&options.settings, &mut request);
+    wright::sandbox::policy::apply(&options.settings, &mut request);
     // A snapshot is tried as an overlay first; if this machine cannot mount one, once more
     // as whatever `LocalBackend::snapshot` falls back to.
     let mut attempts = if options.snapshot { 2 } else { 1 };

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::gate::{GateMode, SyntaxError, introduced_errors};
-use super::plan::{Plan, plan};
-use super::{DiskFiles, EditError, Format, Tier, format};
-use crate::config::{Layers, user_file};
+use wright::config::{Layers, user_file};
+use wright::edit::gate::{GateMode, SyntaxError, introduced_errors};
+use wright::edit::plan::{Plan, plan};
+use wright::edit::{DiskFiles, EditError, Format, Tier, format};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Options {

@@ -38,7 +38,7 @@ pub fn stderr() -> Escaped<io::Stderr> {
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let mut stderr = $crate::terminal::stderr();
+        let mut stderr = $crate::cli::terminal::stderr();
         let _ = writeln!(stderr, $($arg)*);
         let _ = stderr.flush();
     }};

@@ -12,7 +12,7 @@ use wright::retrieval;
 use wright::search::{self, GrepQuery};
 use wright::workspace::{DiskOnly, WalkOptions};
 
-use crate::terminal::{self, say};
+use super::terminal::{self, say};
 
 /// What every workspace command needs.
 pub struct Workspace {
@@ -403,7 +403,7 @@ pub async fn exec(
     let target = Arc::new(
         DiskTarget::new(
             &workspace.root,
-            wright::edit::command::configured_gate(&workspace.root, &env),
+            super::apply::configured_gate(&workspace.root, &env),
         )
         .protecting(agent::tools::Protection::from_config(&workspace.config))
         .recording(&data_dir, &id),

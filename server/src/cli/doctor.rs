@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::config::{self, Layers};
-use crate::index;
-use crate::sandbox::probe::{self, Primitive};
+use wright::config::{self, Layers};
+use wright::index;
+use wright::sandbox::probe::{self, Primitive};
 
 /// The facts doctor reports, gathered once and rendered as text or JSON.
 pub struct Report {
@@ -32,7 +32,7 @@ impl Report {
         let sandbox = match &cache_dir {
             Ok(cache_dir) => probe::probe_all(&cache_dir.join("sandbox")),
             // The overlay probe's layers go to a fresh folder of this process instead.
-            Err(_) => match crate::files::fresh_private_dir("wright-doctor") {
+            Err(_) => match wright::files::fresh_private_dir("wright-doctor") {
                 Ok(scratch) => {
                     let found = probe::probe_all(&scratch);
                     // host path: a scratch folder of the sandbox probe.
@@ -67,7 +67,7 @@ impl Report {
     pub fn to_json(&self) -> Value {
         let config = self.layers.resolve();
         json!({
-            "version": crate::VERSION,
+            "version": wright::VERSION,
             "root": self.root,
             "log": self.log,
             "config_files": self.layers.files().map(|(path, state)| json!({
@@ -111,7 +111,7 @@ impl Report {
     pub fn to_text(&self) -> String {
         let config = self.layers.resolve();
         let mut out = String::new();
-        let _ = writeln!(out, "wright {}", crate::VERSION);
+        let _ = writeln!(out, "wright {}", wright::VERSION);
         let _ = writeln!(out, "root: {}", self.root.display());
         let _ = writeln!(out, "log: {}", self.log);
         let index = match &self.index {

@@ -1,0 +1,9 @@
+//! The command line's subcommands, all of them in the binary: each turns arguments into library
+//! calls and renders the result as text for a person (escaped on a terminal) or JSON for a
+//! program. The library holds no argument parsing and no printing.
+
+pub mod apply;
+pub mod doctor;
+pub mod sandbox_run;
+pub mod terminal;
+pub mod workspace;
