@@ -2,27 +2,14 @@
 //! codes, dry runs, and all-or-nothing writes.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 use wright_tests::TempDir;
 
 fn apply(root: &Path, args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
-        .arg("apply")
-        .args(["--root", root.to_str().unwrap()])
-        .args(args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running wright");
-    // wright may exit (a usage error) before reading its input: a broken pipe is fine.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child.wait_with_output().unwrap()
+    wright_tests::wright_apply(Path::new(env!("CARGO_BIN_EXE_wright")), root, args, input)
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -23,25 +23,13 @@ fn setup(name: &str) -> TempDir {
 
 /// `wright exec ARGS --root <ws>` with a clean environment and, with a provider, its model.
 fn command(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Command {
-    let root = dir.path().join("ws");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wright"));
-    command
-        .arg("exec")
-        .args(args)
-        .arg("--root")
-        .arg(&root)
-        .env_clear()
-        .env("HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"));
-    if let Some(provider) = provider {
-        command
-            .env("WRIGHT_MODEL", "openai/gpt-4.1")
-            .env("OPENAI_BASE_URL", provider.openai_base_url())
-            .env("OPENAI_API_KEY", "sk-exec-test-key");
-    }
-    command
+    wright_tests::workspace_command(
+        Path::new(env!("CARGO_BIN_EXE_wright")),
+        dir,
+        &[&["exec"], args].concat(),
+        provider,
+        "sk-exec-test-key",
+    )
 }
 
 fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Output {
@@ -110,19 +98,7 @@ fn read(dir: &TempDir, path: &str) -> String {
 
 /// The tool results the model was sent in its last request, by call id.
 fn tool_results(provider: &ScriptedProvider) -> Vec<(String, String)> {
-    let last = provider.requests().last().unwrap().json();
-    last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            (
-                m["tool_call_id"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    provider.requests().last().unwrap().tool_results_by_id()
 }
 
 #[test]

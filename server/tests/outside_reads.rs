@@ -17,23 +17,13 @@ const MARKER: &str = "ZQX-OUTSIDE-4711";
 
 /// `wright ARGS --root <dir>/ws` with a clean environment, and a provider's model when given.
 fn command(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wright"));
-    command
-        .args(args)
-        .arg("--root")
-        .arg(dir.path().join("ws"))
-        .env_clear()
-        .env("HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"));
-    if let Some(provider) = provider {
-        command
-            .env("WRIGHT_MODEL", "openai/gpt-4.1")
-            .env("OPENAI_BASE_URL", provider.openai_base_url())
-            .env("OPENAI_API_KEY", "sk-outside-test-key");
-    }
-    command
+    wright_tests::workspace_command(
+        Path::new(env!("CARGO_BIN_EXE_wright")),
+        dir,
+        args,
+        provider,
+        "sk-outside-test-key",
+    )
 }
 
 /// Runs `command`, failing the test (and killing it) when it takes over 60 s.

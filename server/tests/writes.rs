@@ -4,11 +4,10 @@
 //! `HOME`; and the modes of the journals, artifacts, undo record and index (0600 files in
 //! 0700 folders, under the most permissive umask).
 
-use std::io::Write;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 use wright_tests::TempDir;
@@ -41,18 +40,7 @@ fn outside(dir: &TempDir) -> String {
 }
 
 fn apply(root: &Path, args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wright"))
-        .arg("apply")
-        .args(["--root", root.to_str().unwrap()])
-        .args(args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running wright");
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    child.wait_with_output().unwrap()
+    wright_tests::wright_apply(Path::new(env!("CARGO_BIN_EXE_wright")), root, args, input)
 }
 
 fn apply_json(root: &Path, input: &str) -> Value {
@@ -64,23 +52,13 @@ fn apply_json(root: &Path, input: &str) -> Value {
 /// `wright exec ARGS --root <ws>` with private XDG folders, the provider as its model, and
 /// umask 0, so that every mode wright's files get is its own choice.
 fn exec(dir: &TempDir, provider: Option<&ScriptedProvider>, args: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wright"));
-    command
-        .arg("exec")
-        .args(args)
-        .arg("--root")
-        .arg(dir.path().join("ws"))
-        .env_clear()
-        .env("HOME", dir.path())
-        .env("XDG_CACHE_HOME", dir.path().join("cache"))
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"));
-    if let Some(provider) = provider {
-        command
-            .env("WRIGHT_MODEL", "openai/gpt-4.1")
-            .env("OPENAI_BASE_URL", provider.openai_base_url())
-            .env("OPENAI_API_KEY", "sk-writes-test-key");
-    }
+    let mut command = wright_tests::workspace_command(
+        Path::new(env!("CARGO_BIN_EXE_wright")),
+        dir,
+        &[&["exec"], args].concat(),
+        provider,
+        "sk-writes-test-key",
+    );
     // SAFETY: umask(2) is async-signal-safe and touches no memory.
     unsafe {
         command.pre_exec(|| {
@@ -97,19 +75,7 @@ fn tool_call(id: &str, name: &str, arguments: Value) -> Turn {
 
 /// The tool results the model was sent in its last request, by call id.
 fn tool_results(provider: &ScriptedProvider) -> Vec<(String, String)> {
-    let last = provider.requests().last().unwrap().json();
-    last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            (
-                m["tool_call_id"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    provider.requests().last().unwrap().tool_results_by_id()
 }
 
 fn mode(path: &Path) -> u32 {

@@ -21,6 +21,53 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+/// `wright ARGS --root <dir>/ws` of the binary `bin` with a clean environment: `HOME` is
+/// `dir`, the XDG folders are private ones under it, and with a provider its model and `key`.
+pub fn workspace_command(
+    bin: &Path,
+    dir: &TempDir,
+    args: &[&str],
+    provider: Option<&provider::ScriptedProvider>,
+    key: &str,
+) -> Command {
+    let mut command = Command::new(bin);
+    command
+        .args(args)
+        .arg("--root")
+        .arg(dir.path().join("ws"))
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"));
+    if let Some(provider) = provider {
+        command
+            .env("WRIGHT_MODEL", "openai/gpt-4.1")
+            .env("OPENAI_BASE_URL", provider.openai_base_url())
+            .env("OPENAI_API_KEY", key);
+    }
+    command
+}
+
+/// `wright apply ARGS --root ROOT` of the binary `bin`, `input` on its stdin, a clean
+/// environment.
+pub fn wright_apply(bin: &Path, root: &Path, args: &[&str], input: &str) -> std::process::Output {
+    let mut child = Command::new(bin)
+        .arg("apply")
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running wright");
+    // wright may exit (a usage error) before reading its input: a broken pipe is fine.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
 /// How long any single wait may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 

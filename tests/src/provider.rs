@@ -448,6 +448,23 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// Every tool result the request carries (OpenAI dialect) as (call id, content), oldest
+    /// first.
+    pub fn tool_results_by_id(&self) -> Vec<(String, String)> {
+        self.json()["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                (
+                    m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
     pub fn body_text(&self) -> &str {
         std::str::from_utf8(&self.body).expect("the request body is UTF-8")
     }

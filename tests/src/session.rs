@@ -171,3 +171,32 @@ pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `text` with LSP text edits applied by position (ASCII text: characters are bytes), as an
+/// editor applies them whatever their version.
+pub fn apply_text_edits(text: &str, edits: &Value) -> String {
+    let offset = |position: &Value| {
+        let line = position["line"].as_u64().unwrap() as usize;
+        let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+        start + position["character"].as_u64().unwrap() as usize
+    };
+    let mut edits: Vec<(usize, usize, &str)> = edits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|edit| {
+            let range = &edit["range"];
+            (
+                offset(&range["start"]),
+                offset(&range["end"]),
+                edit["newText"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
+    let mut text = text.to_owned();
+    for (start, end, new) in edits {
+        text.replace_range(start..end, new);
+    }
+    text
+}

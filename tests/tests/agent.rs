@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
 use wright_tests::session::{
-    agent_spawn, applies, apply_edit_request, finished, journal, run, start_agent_server,
-    versioned_edits,
+    agent_spawn, applies, apply_edit_request, apply_text_edits, finished, journal, run,
+    start_agent_server, versioned_edits,
 };
 use wright_tests::{Editor, TempDir, file_uri};
 
@@ -922,34 +922,6 @@ fn uri_path(uri: &Value) -> std::path::PathBuf {
         "the test paths need no decoding: {uri}"
     );
     path.into()
-}
-
-/// `text` with LSP text edits applied (ASCII text: characters are bytes).
-fn apply_text_edits(text: &str, edits: &Value) -> String {
-    let offset = |position: &Value| {
-        let line = position["line"].as_u64().unwrap() as usize;
-        let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-        start + position["character"].as_u64().unwrap() as usize
-    };
-    let mut edits: Vec<(usize, usize, &str)> = edits
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|edit| {
-            let range = &edit["range"];
-            (
-                offset(&range["start"]),
-                offset(&range["end"]),
-                edit["newText"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
-    let mut text = text.to_owned();
-    for (start, end, new) in edits {
-        text.replace_range(start..end, new);
-    }
-    text
 }
 
 /// Applies a `workspace/applyEdit` as VS Code does: resource operations on disk (a deleted or

@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
-use wright_tests::session::{agent_spawn, finished, run};
+use wright_tests::session::{agent_spawn, apply_text_edits, finished, run};
 use wright_tests::{Editor, TempDir, file_uri};
 
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
@@ -52,35 +52,6 @@ fn one_document_edit(editor: &mut Editor) -> (Value, Value) {
     (request["id"].clone(), changes[0].clone())
 }
 
-/// `text` with LSP text edits applied by position (ASCII text: characters are bytes), as
-/// Neovim does whatever the version.
-fn apply_text_edits(text: &str, edits: &Value) -> String {
-    let offset = |position: &Value| {
-        let line = position["line"].as_u64().unwrap() as usize;
-        let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-        start + position["character"].as_u64().unwrap() as usize
-    };
-    let mut edits: Vec<(usize, usize, &str)> = edits
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|edit| {
-            let range = &edit["range"];
-            (
-                offset(&range["start"]),
-                offset(&range["end"]),
-                edit["newText"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    edits.sort_by_key(|edit| std::cmp::Reverse(edit.0));
-    let mut text = text.to_owned();
-    for (start, end, new) in edits {
-        text.replace_range(start..end, new);
-    }
-    text
-}
-
 /// Applies `edit` to `text` and tells the server as Neovim does: the ranged changes (each
 /// edit against the text the one after it left: Neovim applies them last first), then the
 /// answer.
@@ -111,13 +82,7 @@ fn applies(
 
 /// The contents of the tool results the model was sent in request `index`.
 fn tool_results(provider: &ScriptedProvider, index: usize) -> Vec<String> {
-    provider.requests()[index].json()["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
+    provider.requests()[index].tool_results()
 }
 
 #[test]

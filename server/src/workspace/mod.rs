@@ -451,14 +451,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A relative path with `/` separators.
+/// A relative path as the index and the tools show it (`/` separators: wright runs on Linux).
 fn slashed(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    if std::path::MAIN_SEPARATOR == '/' {
-        text.into_owned()
-    } else {
-        text.replace(std::path::MAIN_SEPARATOR, "/")
-    }
+    path.to_string_lossy().into_owned()
 }
 
 /// Why a path the editor names is not one a walk would yield.
