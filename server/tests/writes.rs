@@ -471,3 +471,82 @@ fn without_home_there_is_no_shared_fallback_folder() {
     );
     assert!(stderr.contains("set HOME"), "{stderr}");
 }
+
+/// The same attacks with wright run by an ordinary user (`nobody`, through setpriv, when the
+/// test runs as root): the outside file is theirs to write, so only wright's own care stops it.
+#[test]
+fn a_non_root_user_gets_the_same_refusals() {
+    const NOBODY: u32 = 65534;
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!(
+            "skipped: needs root (to become nobody) and setpriv; the other tests run as this user"
+        );
+        return;
+    }
+    let dir = setup("writes-nobody");
+    let root = ws(&dir);
+    let victim = dir.path().join("outside/bashrc");
+    let own = std::process::id();
+    for pid in own.saturating_sub(20)..own + 500 {
+        symlink(
+            &victim,
+            root.join(format!("src/.lib.rs.wright-{pid}-0.tmp")),
+        )
+        .unwrap();
+    }
+    symlink(&victim, root.join("notes.md")).unwrap();
+    let chown = Command::new("chown")
+        .args(["-R", "-h", &format!("{NOBODY}:{NOBODY}")])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let as_nobody = |args: &[&str], input: &str| -> Output {
+        let mut child = Command::new("/usr/bin/setpriv")
+            .args([
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_wright"),
+                "apply",
+                "--root",
+            ])
+            .arg(&root)
+            .args(args)
+            .env_clear()
+            .env("HOME", dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("running wright as nobody");
+        use std::io::Write as _;
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        child.wait_with_output().unwrap()
+    };
+    let out = as_nobody(
+        &[],
+        "src/lib.rs\n<<<<<<< SEARCH\n    a - b\n=======\n    a + b\n>>>>>>> REPLACE\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(outside(&dir), OUTSIDE_TEXT);
+    assert!(
+        std::fs::symlink_metadata(root.join("src/lib.rs"))
+            .unwrap()
+            .is_file()
+    );
+    let out = as_nobody(
+        &["--json"],
+        "*** Begin Patch\n*** Update File: notes.md\n@@\n-export SECRET_OUTSIDE_TEXT=1\n+pwned\n*** End Patch\n",
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("a JSON report: {}", text(&out.stderr)));
+    assert_eq!(report["error"]["kind"], "outside", "{report}");
+    assert_eq!(outside(&dir), OUTSIDE_TEXT);
+    assert!(
+        std::fs::symlink_metadata(root.join("notes.md"))
+            .unwrap()
+            .is_symlink()
+    );
+}

@@ -12,6 +12,7 @@
 //! [`MAX_IGNORE_FILE`] is not read: its rules are not applied, and the walk reports it
 //! (unreadable) with a warning on stderr.
 
+use super::lock;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -297,10 +298,4 @@ fn build(dir: &Path, file: &Path, bytes: &[u8]) -> Gitignore {
         tracing::debug!("{}: {err}", file.display());
         Gitignore::empty()
     })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
