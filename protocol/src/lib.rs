@@ -25,6 +25,8 @@ pub mod commands {
     pub const STATUS: &str = "wright.status";
     /// Runs [`super::AgentRun`]; the argument is the task (a string), or the request's params.
     pub const AGENT_RUN: &str = "wright.agent.run";
+    /// `[message]`: a new turn of the last session (`wright/agentPrompt`).
+    pub const AGENT_PROMPT: &str = "wright.agent.prompt";
     /// Runs [`super::AgentCancel`] on the given session, or on every running one.
     pub const AGENT_CANCEL: &str = "wright.agent.cancel";
     /// Runs [`super::Undo`]; with no argument, on the last session.
@@ -34,7 +36,14 @@ pub mod commands {
     pub const INDEX_REBUILD: &str = "wright.index.rebuild";
 
     /// Every command, as advertised in `executeCommandProvider`.
-    pub const ALL: &[&str] = &[STATUS, AGENT_RUN, AGENT_CANCEL, EDITS_UNDO, INDEX_REBUILD];
+    pub const ALL: &[&str] = &[
+        STATUS,
+        AGENT_RUN,
+        AGENT_PROMPT,
+        AGENT_CANCEL,
+        EDITS_UNDO,
+        INDEX_REBUILD,
+    ];
 }
 
 /// A document, named as LSP names it.
@@ -238,7 +247,94 @@ pub struct AgentRunParams {
     /// own task and model; `task` is then ignored.
     #[serde(default)]
     pub session_id: Option<String>,
+    /// `code` (the default: every tool) or `plan` (read-only tools; the turn ends with a
+    /// plan). Sticky: it holds for the session's later turns until changed.
+    #[serde(default)]
+    pub mode: Option<String>,
 }
+
+/// `wright/agentPrompt`: the user's next message to a session. While a turn runs it steers
+/// that turn (it reaches the model at the next step boundary); once the turn ended it starts
+/// the next one, with the whole history, also for a session of an earlier server.
+pub enum AgentPrompt {}
+
+impl Request for AgentPrompt {
+    const METHOD: &'static str = "wright/agentPrompt";
+    type Params = AgentPromptParams;
+    type Result = AgentPromptResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
+pub struct AgentPromptParams {
+    pub session_id: String,
+    /// `@PATH` attaches a workspace file, `@NAME` a symbol the index knows.
+    pub message: String,
+    #[serde(default)]
+    pub text_document: Option<TextDocumentIdentifier>,
+    #[serde(default)]
+    pub range: Option<Range>,
+    /// `code` or `plan`, from this turn on.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// `PROVIDER/MODEL`, from this turn on (the history is kept).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Images for providers that take them; the others refuse the message.
+    #[serde(default)]
+    pub images: Option<Vec<ImageAttachment>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ImageAttachment {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The image, base64.
+    pub data: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPromptResult {
+    pub session_id: String,
+    /// The turn the message joined (the running one when it steers), counted from 1.
+    pub turn: u32,
+}
+
+/// `wright/sessionConfigure`: the model, the mode and the apply mode of a session, from its
+/// next step on (an ended session's next turn). Sticky.
+pub enum SessionConfigure {}
+
+impl Request for SessionConfigure {
+    const METHOD: &'static str = "wright/sessionConfigure";
+    type Params = SessionConfigureParams;
+    type Result = SessionConfigureResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
+pub struct SessionConfigureParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `code` or `plan`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// `auto` or `review`.
+    #[serde(default)]
+    pub apply_mode: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SessionConfigureResult {}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -281,14 +377,14 @@ impl Request for Sessions {
     type Result = SessionsResult;
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionsResult {
     pub sessions: Vec<SessionInfo>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
@@ -303,6 +399,14 @@ pub struct SessionInfo {
     /// Edits of the session still applied, whichever server applied them: the checkpoints
     /// `wright/undo` can go back to are 0 to this.
     pub checkpoints: u32,
+    /// The short title made after the first turn (`null` until then).
+    pub title: Option<String>,
+    /// Its turns so far.
+    pub turns: u32,
+    /// The model it works on now.
+    pub model: String,
+    /// The estimated cost so far, in US dollars.
+    pub cost_usd: f64,
 }
 
 /// `wright/editsAccept`: applies every edit a review session (`applyMode: "review"`) holds,
@@ -311,8 +415,20 @@ pub enum EditsAccept {}
 
 impl Request for EditsAccept {
     const METHOD: &'static str = "wright/editsAccept";
-    type Params = SessionParams;
+    type Params = ReviewParams;
     type Result = ReviewResult;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
+pub struct ReviewParams {
+    pub session_id: String,
+    /// The hunks (their `id`s from `editProposed`) to accept or reject together; without it,
+    /// everything held. Hunks not named stay proposed.
+    #[serde(default)]
+    pub hunks: Option<Vec<String>>,
 }
 
 /// `wright/editsReject`: drops every edit a review session holds.
@@ -320,7 +436,7 @@ pub enum EditsReject {}
 
 impl Request for EditsReject {
     const METHOD: &'static str = "wright/editsReject";
-    type Params = SessionParams;
+    type Params = ReviewParams;
     type Result = ReviewResult;
 }
 
@@ -435,18 +551,30 @@ pub enum AgentEventKind {
     FilesChanged { paths: Vec<String> },
     /// Review mode: the agent proposes this file's new text (`after`; `null` deletes it) over
     /// `before` (`null`: a new file); `wright/editsAccept` applies every proposal.
+    /// `hunks`: the changed regions, each accepted or rejected on its own by its `id`.
     EditProposed {
         path: String,
         before: Option<String>,
         after: Option<String>,
+        hunks: Vec<Hunk>,
     },
     /// The agent's plan, whole, each time it changes.
     Plan { steps: Vec<PlanStep> },
-    /// The session's token use so far.
+    /// The session's token use so far; `contextTokens` of the model's `contextWindow` the
+    /// last request filled; `costUsd`, estimated (`null`: a model without a price).
     Usage {
         #[serde(flatten)]
         total: Usage,
+        context_tokens: u64,
+        context_window: u64,
+        cost_usd: Option<f64>,
     },
+    /// A turn begins with the user's message (turn 1: the task).
+    Turn { turn: u32, message: String },
+    /// The mode (`code`, `plan`) from this step on.
+    Mode { mode: String },
+    /// The session's short title, made after its first turn.
+    Title { title: String },
     /// Compaction shortened the prompt: `masked` old outputs replaced by placeholders (readable
     /// again with `read_artifact`), or, `summarized`, older turns replaced by a summary.
     Compacted {
@@ -457,8 +585,21 @@ pub enum AgentEventKind {
     },
     /// A model call failed; the session goes on or stops (see the outcome).
     Error { message: String },
-    /// The session ended.
-    Finished { outcome: Outcome },
+    /// A turn ended; the session takes a next one (`wright/agentPrompt`).
+    Finished { turn: u32, outcome: Outcome },
+}
+
+/// One contiguous changed region of a proposal, in 1-based lines of the text the proposal
+/// was computed against (`endLine` < `startLine`: an insertion before `startLine`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Hunk {
+    pub id: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub old_text: String,
+    pub new_text: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -551,6 +692,8 @@ pub const METHODS: &[&str] = &[
     ViewFileText::METHOD,
     Context::METHOD,
     AgentRun::METHOD,
+    AgentPrompt::METHOD,
+    SessionConfigure::METHOD,
     AgentCancel::METHOD,
     Sessions::METHOD,
     Undo::METHOD,

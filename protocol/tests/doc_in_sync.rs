@@ -44,6 +44,8 @@ fn protocol_md_matches_the_crate() {
 /// One sample of every kind of `wright/agentEvent`, as the server writes it.
 const EVENT_SAMPLES: &[&str] = &[
     r#"{"sessionId": "s1", "seq": 1, "kind": "model", "model": "openai/gpt-4.1", "tier": null, "reason": "configured"}"#,
+    r#"{"sessionId": "s1", "seq": 2, "kind": "turn", "turn": 1, "message": "add a test"}"#,
+    r#"{"sessionId": "s1", "seq": 2, "kind": "mode", "mode": "plan"}"#,
     r#"{"sessionId": "s1", "seq": 2, "kind": "stepStarted", "step": 1}"#,
     r#"{"sessionId": "s1", "seq": 3, "kind": "textDelta", "text": "Reading"}"#,
     r#"{"sessionId": "s1", "seq": 3, "kind": "stepRetried", "step": 1, "reason": "connection reset"}"#,
@@ -53,12 +55,13 @@ const EVENT_SAMPLES: &[&str] = &[
     r#"{"sessionId": "s1", "seq": 6, "kind": "editApplied", "paths": ["src/lib.rs"]}"#,
     r#"{"sessionId": "s1", "seq": 6, "kind": "editRejected", "paths": ["src/lib.rs"], "reason": "src/lib.rs: changed since the edit was planned"}"#,
     r#"{"sessionId": "s1", "seq": 6, "kind": "filesChanged", "paths": ["src/lib.rs"]}"#,
-    r#"{"sessionId": "s1", "seq": 6, "kind": "editProposed", "path": "src/lib.rs", "before": "a - b\n", "after": null}"#,
+    r#"{"sessionId": "s1", "seq": 6, "kind": "editProposed", "path": "src/lib.rs", "before": "a - b\n", "after": null, "hunks": [{"id": "h1", "startLine": 1, "endLine": 1, "oldText": "a - b\n", "newText": ""}]}"#,
     r#"{"sessionId": "s1", "seq": 7, "kind": "plan", "steps": [{"title": "edit", "status": "in_progress"}]}"#,
-    r#"{"sessionId": "s1", "seq": 8, "kind": "usage", "input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0}"#,
+    r#"{"sessionId": "s1", "seq": 8, "kind": "usage", "input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0, "contextTokens": 1230, "contextWindow": 128000, "costUsd": 0.0011}"#,
     r#"{"sessionId": "s1", "seq": 9, "kind": "compacted", "masked": 2, "tokensBefore": 9000, "tokensAfter": 4000, "summarized": false}"#,
     r#"{"sessionId": "s1", "seq": 10, "kind": "error", "message": "rate limited"}"#,
-    r#"{"sessionId": "s1", "seq": 11, "kind": "finished", "outcome": {"status": "done", "message": "done", "reason": null, "steps": 3, "filesChanged": ["src/lib.rs"], "usage": {"input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0}}}"#,
+    r#"{"sessionId": "s1", "seq": 11, "kind": "title", "title": "Test the parser"}"#,
+    r#"{"sessionId": "s1", "seq": 11, "kind": "finished", "turn": 1, "outcome": {"status": "done", "message": "done", "reason": null, "steps": 3, "filesChanged": ["src/lib.rs"], "usage": {"input": 1200, "cachedInput": 1000, "output": 30, "cacheWrite": 0}}}"#,
 ];
 
 /// The kinds of `wright/agentEvent` in the document's table, each with the fields it names
@@ -117,6 +120,9 @@ fn agent_event_kinds_match_the_doc() {
         // A new variant fails to compile here until it has a sample and a row in the doc.
         match event.event {
             AgentEventKind::Model { .. }
+            | AgentEventKind::Turn { .. }
+            | AgentEventKind::Mode { .. }
+            | AgentEventKind::Title { .. }
             | AgentEventKind::StepStarted { .. }
             | AgentEventKind::TextDelta { .. }
             | AgentEventKind::StepRetried { .. }

@@ -155,12 +155,17 @@ enum Command {
     /// Run the agent headless on --root: edits land on disk (atomically, each recorded for
     /// --undo), progress streams to stderr. Exit 0 done, 1 failed or cancelled, 2 usage error.
     Exec {
-        /// What to do, in words (not needed with --undo or --resume).
+        /// What to do, in words (not needed with --undo or --resume); with --resume, the
+        /// message of a new turn.
         #[arg(required_unless_present_any = ["undo", "resume"])]
         task: Option<String>,
-        /// Continue the interrupted session with this id (its journal holds its history).
-        #[arg(long, value_name = "SESSION", conflicts_with_all = ["task", "undo"])]
+        /// Continue session SESSION: where it stopped (interrupted, failed, cancelled), or,
+        /// with a message, with a new turn (finished sessions too). `wright sessions` lists them.
+        #[arg(long, value_name = "SESSION", conflicts_with = "undo")]
         resume: Option<String>,
+        /// Plan mode: read-only tools, commands in a throw-away snapshot; ends with a plan.
+        #[arg(long, conflicts_with = "undo")]
+        plan: bool,
         /// PROVIDER/MODEL, or auto; overrides WRIGHT_MODEL and the configuration.
         #[arg(long)]
         model: Option<String>,
@@ -173,6 +178,13 @@ enum Command {
         /// Put back every file the last run on --root changed (refused if one changed since).
         #[arg(long, conflicts_with = "task")]
         undo: bool,
+    },
+    /// The agent sessions journaled on --root, newest first: id, title, state, turns, model,
+    /// when last updated, tokens and cost.
+    Sessions {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
     },
     /// Search the workspace with a regular expression (ignore rules respected).
     Grep {
@@ -371,6 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exec {
             task,
             resume,
+            plan,
             model,
             max_steps,
             json,
@@ -381,7 +394,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return commands::exec_undo(&workspace, json).map(ExitCode::from);
             }
             let start = match (&task, &resume) {
-                (_, Some(id)) => commands::ExecStart::Resume(id),
+                (Some(message), Some(id)) => commands::ExecStart::FollowUp(id, message),
+                (None, Some(id)) => commands::ExecStart::Resume(id),
                 (Some(task), None) => commands::ExecStart::Task(task),
                 (None, None) => anyhow::bail!("a task is required"),
             };
@@ -390,11 +404,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .block_on(commands::exec(
                     &workspace,
                     start,
-                    model.as_deref(),
-                    max_steps,
-                    json,
+                    commands::ExecOptions {
+                        model: model.as_deref(),
+                        max_steps,
+                        plan,
+                        json,
+                    },
                 ))
                 .map(ExitCode::from)
+        }
+        Command::Sessions { json } => {
+            let workspace = commands::Workspace::load(root);
+            commands::sessions(&workspace, json, &mut terminal::stdout(json)).map(ExitCode::from)
         }
         Command::Grep {
             pattern,

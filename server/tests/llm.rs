@@ -89,6 +89,7 @@ fn request() -> Request {
         },
         cache_key: Some("session-42".into()),
         prediction: None,
+        single_attempt: false,
     }
 }
 

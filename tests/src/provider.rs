@@ -128,6 +128,12 @@ enum End {
     StallAfter(usize),
 }
 
+/// What the system prompt of wright's session-title call starts with.
+pub const TITLE_PROMPT: &str = "You name coding sessions.";
+
+/// The title the provider answers every title call with.
+pub const TITLE: &str = "Scripted session title";
+
 /// One scripted answer.
 #[derive(Clone, Debug)]
 pub struct Reply {
@@ -140,6 +146,8 @@ pub struct Reply {
     write_size: Option<usize>,
     header_delay: Duration,
     end: End,
+    /// Answered by the provider itself (a title call): no outcome is recorded.
+    untracked: bool,
 }
 
 impl Reply {
@@ -166,6 +174,7 @@ impl Reply {
             write_size: None,
             header_delay: Duration::ZERO,
             end: End::Complete,
+            untracked: false,
         }
     }
 
@@ -180,6 +189,7 @@ impl Reply {
             write_size: None,
             header_delay: Duration::ZERO,
             end: End::Complete,
+            untracked: false,
         }
     }
 
@@ -489,6 +499,8 @@ struct State {
     /// `None`).
     replies: VecDeque<(Option<String>, Reply)>,
     requests: Vec<RecordedRequest>,
+    /// The session-title side calls, answered by the provider itself (see [`TITLE`]).
+    title_requests: Vec<RecordedRequest>,
     outcomes: Vec<Outcome>,
 }
 
@@ -578,8 +590,14 @@ impl ScriptedProvider {
         self.shared.state.lock().unwrap().replies.len()
     }
 
+    /// The requests the sessions made, the title side calls aside.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.state.lock().unwrap().requests.clone()
+    }
+
+    /// The session-title side calls, each answered with [`TITLE`].
+    pub fn title_requests(&self) -> Vec<RecordedRequest> {
+        self.shared.state.lock().unwrap().title_requests.clone()
     }
 
     pub fn outcomes(&self) -> Vec<Outcome> {
@@ -617,6 +635,24 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
         let reply = {
             let mut state = shared.state.lock().unwrap();
             let body = String::from_utf8_lossy(&request.body).into_owned();
+            // A session's title is a side call the scripts need not plan for: answered here,
+            // and kept apart from the session's own requests.
+            if body.contains(TITLE_PROMPT) {
+                let dialect = if request.path.ends_with("/messages") {
+                    Dialect::Anthropic
+                } else {
+                    Dialect::OpenAi
+                };
+                state.title_requests.push(request);
+                drop(state);
+                let mut reply = Reply::stream(dialect, &Turn::text(&[TITLE]));
+                reply.untracked = true;
+                if !send_reply(&mut writer, reader.get_ref(), &reply, shared) {
+                    let _ = writer.shutdown(Shutdown::Both);
+                    return;
+                }
+                continue;
+            }
             state.requests.push(request);
             let at = state
                 .replies
@@ -736,6 +772,12 @@ fn status_text(status: u16) -> &'static str {
 
 /// Writes `reply`; whether the connection can serve another request.
 fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared: &Shared) -> bool {
+    // A title call's reply is no scripted reply's outcome.
+    let record = |outcome| {
+        if !reply.untracked {
+            shared.record_outcome(outcome);
+        }
+    };
     if !pause(reply.header_delay, shared) {
         return false;
     }
@@ -752,7 +794,7 @@ fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared:
         let mut bytes = head.into_bytes();
         bytes.extend_from_slice(&reply.body);
         let sent = writer.write_all(&bytes).is_ok();
-        shared.record_outcome(if sent {
+        record(if sent {
             Outcome::Completed
         } else {
             Outcome::ClientClosed { after_events: 0 }
@@ -761,7 +803,7 @@ fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared:
     };
     head.push_str("transfer-encoding: chunked\r\n\r\n");
     if writer.write_all(head.as_bytes()).is_err() {
-        shared.record_outcome(Outcome::ClientClosed { after_events: 0 });
+        record(Outcome::ClientClosed { after_events: 0 });
         return false;
     }
     for (sent, event) in events.iter().enumerate() {
@@ -773,12 +815,12 @@ fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared:
                 let _ = write!(writer, "{:x}\r\n", event.len());
                 let _ = writer.write_all(half);
                 let _ = writer.flush();
-                shared.record_outcome(Outcome::Cut { after_events: n });
+                record(Outcome::Cut { after_events: n });
                 return false;
             }
             End::StallAfter(n) if n == sent => {
                 let outcome = wait_for_hang_up(reader, shared, n);
-                shared.record_outcome(outcome);
+                record(outcome);
                 return false;
             }
             _ => {}
@@ -796,13 +838,13 @@ fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared:
                 .and_then(|()| writer.flush())
                 .is_err()
             {
-                shared.record_outcome(Outcome::ClientClosed { after_events: sent });
+                record(Outcome::ClientClosed { after_events: sent });
                 return false;
             }
         }
     }
     let finished = writer.write_all(b"0\r\n\r\n").is_ok();
-    shared.record_outcome(if finished {
+    record(if finished {
         Outcome::Completed
     } else {
         Outcome::ClientClosed {

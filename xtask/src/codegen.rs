@@ -54,6 +54,8 @@ fn generator() -> Generator {
     file.request::<proto::ViewFileText>();
     file.request::<proto::Context>();
     file.request::<proto::AgentRun>();
+    file.request::<proto::AgentPrompt>();
+    file.request::<proto::SessionConfigure>();
     file.request::<proto::AgentCancel>();
     file.request::<proto::Sessions>();
     file.request::<proto::Undo>();
@@ -459,7 +461,22 @@ mod tests {
                     },
                 ],
             },
-            AgentEvent::Usage { total: usage },
+            AgentEvent::Usage {
+                total: usage,
+                context_tokens: 1_230,
+                context_window: 128_000,
+                cost_usd: Some(0.0011),
+            },
+            AgentEvent::Turn {
+                turn: 2,
+                message: "now the docs".into(),
+            },
+            AgentEvent::Mode {
+                mode: "plan".into(),
+            },
+            AgentEvent::Title {
+                title: "Fix the parser".into(),
+            },
             AgentEvent::Approval {
                 command: "cargo fetch".into(),
                 decision: "allowAlways".into(),
@@ -475,6 +492,13 @@ mod tests {
                 path: "src/lib.rs".into(),
                 before: Some("a - b\n".into()),
                 after: Some("a + b\n".into()),
+                hunks: vec![wright::agent::events::Hunk {
+                    id: "h1".into(),
+                    start_line: 1,
+                    end_line: 1,
+                    old_text: "a - b\n".into(),
+                    new_text: "a + b\n".into(),
+                }],
             },
             AgentEvent::Compacted {
                 masked: 3,
@@ -486,6 +510,7 @@ mod tests {
                 message: "rate limited".into(),
             },
             AgentEvent::Finished {
+                turn: 1,
                 outcome: Outcome {
                     status: FinalStatus::Failed,
                     message: "stopped".into(),
@@ -496,6 +521,7 @@ mod tests {
                 },
             },
             AgentEvent::Finished {
+                turn: 1,
                 outcome: Outcome {
                     status: FinalStatus::Done,
                     message: "done".into(),
@@ -506,6 +532,7 @@ mod tests {
                 },
             },
             AgentEvent::Finished {
+                turn: 1,
                 outcome: Outcome {
                     status: FinalStatus::Cancelled,
                     message: String::new(),
@@ -521,6 +548,9 @@ mod tests {
             // above (and a variant in `wright_protocol::AgentEventKind`).
             match event {
                 AgentEvent::Model { .. }
+                | AgentEvent::Turn { .. }
+                | AgentEvent::Mode { .. }
+                | AgentEvent::Title { .. }
                 | AgentEvent::StepStarted { .. }
                 | AgentEvent::TextDelta { .. }
                 | AgentEvent::StepRetried { .. }
@@ -563,7 +593,7 @@ mod tests {
             assert_eq!(serde_json::to_value(&read).unwrap(), sent);
             kinds.insert(sent["kind"].as_str().unwrap().to_owned());
         }
-        assert_eq!(kinds.len(), 16, "one sample per kind: {kinds:?}");
+        assert_eq!(kinds.len(), 19, "one sample per kind: {kinds:?}");
     }
 
     /// `ts(optional_fields = nullable)` must sit exactly on the structs whose fields are
@@ -589,7 +619,11 @@ mod tests {
             );
             checked += usize::from(defaults);
         }
-        assert_eq!(checked, 3, "ContextParams, AgentRunParams and UndoParams");
+        assert_eq!(
+            checked, 6,
+            "ContextParams, AgentRunParams, AgentPromptParams, SessionConfigureParams, \
+             ReviewParams and UndoParams"
+        );
     }
 
     #[test]

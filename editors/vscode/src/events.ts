@@ -62,8 +62,19 @@ export class EventLog implements vscode.Disposable {
           this.channel.appendLine(`    [${mark}] ${step.title}`);
         }
         return;
-      case "usage":
-        this.line(`${tag} tokens: ${event.input} in (${event.cachedInput} cached), ${event.output} out`);
+      case "usage": {
+        const cost = event.costUsd == null ? "" : `, $${event.costUsd.toFixed(4)}`;
+        this.line(`${tag} tokens: ${event.input} in (${event.cachedInput} cached), ${event.output} out; context ${event.contextTokens}/${event.contextWindow}${cost}`);
+        return;
+      }
+      case "turn":
+        this.line(`${tag} turn ${event.turn}: ${preview(event.message)}`);
+        return;
+      case "title":
+        this.line(`${tag} title: ${event.title}`);
+        return;
+      case "mode":
+        this.line(`${tag} mode: ${event.mode}`);
         return;
       case "compacted":
         this.line(`${tag} compacted: ${event.tokensBefore} → ${event.tokensAfter} tokens${event.summarized ? " (summarized)" : `, ${event.masked} outputs masked`}`);

@@ -186,6 +186,33 @@ class Wright {
     }
   }
 
+  /** A follow-up message to a session: it steers a running turn, or starts the next. */
+  async followUp(): Promise<void> {
+    const id = await this.pickSession(() => true, "No agent session to continue.");
+    if (!id) {
+      return;
+    }
+    const text = await vscode.window.showInputBox({
+      title: "Wright: Send a Follow-up",
+      prompt: "Your next message (@path attaches a file; it steers the run if it is still going)",
+      ignoreFocusOut: true,
+    });
+    if (!text || !text.trim()) {
+      return;
+    }
+    try {
+      const { turn } = await this.request(proto.AgentPrompt, { sessionId: id, message: text });
+      const session = this.sessions.get(id);
+      if (session) {
+        session.running = true;
+      }
+      this.log.line(`[${id}] turn ${turn}: ${text}`);
+      this.refreshStatus();
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Wright: ${message(err)}`);
+    }
+  }
+
   async cancel(sessionId?: string): Promise<void> {
     const id = sessionId ?? (await this.pickSession((s) => s.running, "No agent run is running."));
     if (!id) {
@@ -361,6 +388,12 @@ class Wright {
         }
         break;
       }
+      case "turn":
+        if (session) {
+          session.running = true;
+        }
+        this.refreshStatus();
+        break;
       case "finished": {
         if (session) {
           session.running = false;
@@ -475,6 +508,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   wright = instance;
   const commands: [string, () => Promise<void>][] = [
     ["wright.runTask", () => instance.runTask()],
+    ["wright.followUp", () => instance.followUp()],
     ["wright.cancel", () => instance.cancel()],
     ["wright.acceptEdits", () => instance.review(true)],
     ["wright.rejectEdits", () => instance.review(false)],

@@ -16,6 +16,8 @@ export const Status: RequestMethod<"wright/status"> = { method: "wright/status" 
 export const ViewFileText: RequestMethod<"wright/viewFileText"> = { method: "wright/viewFileText" };
 export const Context: RequestMethod<"wright/context"> = { method: "wright/context" };
 export const AgentRun: RequestMethod<"wright/agentRun"> = { method: "wright/agentRun" };
+export const AgentPrompt: RequestMethod<"wright/agentPrompt"> = { method: "wright/agentPrompt" };
+export const SessionConfigure: RequestMethod<"wright/sessionConfigure"> = { method: "wright/sessionConfigure" };
 export const AgentCancel: RequestMethod<"wright/agentCancel"> = { method: "wright/agentCancel" };
 export const Sessions: RequestMethod<"wright/sessions"> = { method: "wright/sessions" };
 export const Undo: RequestMethod<"wright/undo"> = { method: "wright/undo" };
@@ -30,11 +32,13 @@ export interface Requests {
   "wright/viewFileText": { params: ViewFileTextParams; result: ViewFileTextResult };
   "wright/context": { params: ContextParams; result: ContextResult };
   "wright/agentRun": { params: AgentRunParams; result: AgentRunResult };
+  "wright/agentPrompt": { params: AgentPromptParams; result: AgentPromptResult };
+  "wright/sessionConfigure": { params: SessionConfigureParams; result: SessionConfigureResult };
   "wright/agentCancel": { params: SessionParams; result: AgentCancelResult };
   "wright/sessions": { params: null; result: SessionsResult };
   "wright/undo": { params: UndoParams; result: UndoResult };
-  "wright/editsAccept": { params: SessionParams; result: ReviewResult };
-  "wright/editsReject": { params: SessionParams; result: ReviewResult };
+  "wright/editsAccept": { params: ReviewParams; result: ReviewResult };
+  "wright/editsReject": { params: ReviewParams; result: ReviewResult };
 }
 
 /** Every notification (server → client): its params. */
@@ -56,6 +60,8 @@ export const METHODS = [
   "wright/viewFileText",
   "wright/context",
   "wright/agentRun",
+  "wright/agentPrompt",
+  "wright/sessionConfigure",
   "wright/agentCancel",
   "wright/sessions",
   "wright/undo",
@@ -69,6 +75,7 @@ export const METHODS = [
 export const Commands = {
   status: "wright.status",
   agentRun: "wright.agent.run",
+  agentPrompt: "wright.agent.prompt",
   agentCancel: "wright.agent.cancel",
   editsUndo: "wright.edits.undo",
   indexRebuild: "wright.index.rebuild",
@@ -131,15 +138,29 @@ export type AgentEventKind = {
   path: string,
   before: string | null,
   after: string | null,
+  hunks: Array<Hunk>,
 } | {
   "kind": "plan",
   steps: Array<PlanStep>,
 } | {
   "kind": "usage",
+  contextTokens: number,
+  contextWindow: number,
+  costUsd: number | null,
   input: number,
   cachedInput: number,
   output: number,
   cacheWrite: number,
+} | {
+  "kind": "turn",
+  turn: number,
+  message: string,
+} | {
+  "kind": "mode",
+  mode: string,
+} | {
+  "kind": "title",
+  title: string,
 } | {
   "kind": "compacted",
   masked: number,
@@ -151,6 +172,7 @@ export type AgentEventKind = {
   message: string,
 } | {
   "kind": "finished",
+  turn: number,
   outcome: Outcome,
 };
 
@@ -165,6 +187,36 @@ export type AgentEventParams = {
    */
   seq: number,
 } & AgentEventKind;
+
+export type AgentPromptParams = {
+  sessionId: string,
+  /**
+   * `@PATH` attaches a workspace file, `@NAME` a symbol the index knows.
+   */
+  message: string,
+  textDocument?: TextDocumentIdentifier | null,
+  range?: Range | null,
+  /**
+   * `code` or `plan`, from this turn on.
+   */
+  mode?: string | null,
+  /**
+   * `PROVIDER/MODEL`, from this turn on (the history is kept).
+   */
+  model?: string | null,
+  /**
+   * Images for providers that take them; the others refuse the message.
+   */
+  images?: Array<ImageAttachment> | null,
+};
+
+export type AgentPromptResult = {
+  sessionId: string,
+  /**
+   * The turn the message joined (the running one when it steers), counted from 1.
+   */
+  turn: number,
+};
 
 export type AgentRunParams = {
   task: string,
@@ -191,6 +243,11 @@ export type AgentRunParams = {
    * own task and model; `task` is then ignored.
    */
   sessionId?: string | null,
+  /**
+   * `code` (the default: every tool) or `plan` (read-only tools; the turn ends with a
+   * plan). Sticky: it holds for the session's later turns until changed.
+   */
+  mode?: string | null,
 };
 
 export type AgentRunResult = {
@@ -259,6 +316,29 @@ export type DocumentStatus = {
 export type FinalStatus = "done" | "cancelled" | "failed";
 
 /**
+ * One contiguous changed region of a proposal, in 1-based lines of the text the proposal
+ * was computed against (`endLine` < `startLine`: an insertion before `startLine`).
+ */
+export type Hunk = {
+  id: string,
+  startLine: number,
+  endLine: number,
+  oldText: string,
+  newText: string,
+};
+
+export type ImageAttachment = {
+  /**
+   * `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+   */
+  mediaType: string,
+  /**
+   * The image, base64.
+   */
+  data: string,
+};
+
+/**
  * How a session ended.
  */
 export type Outcome = {
@@ -322,6 +402,15 @@ export type RequestApprovalResult = {
   decision: string,
 };
 
+export type ReviewParams = {
+  sessionId: string,
+  /**
+   * The hunks (their `id`s from `editProposed`) to accept or reject together; without it,
+   * everything held. Hunks not named stay proposed.
+   */
+  hunks?: Array<string> | null,
+};
+
 export type ReviewResult = {
   sessionId: string,
   /**
@@ -334,6 +423,21 @@ export type ServerInfo = {
   name: string,
   version: string,
 };
+
+export type SessionConfigureParams = {
+  sessionId: string,
+  model?: string | null,
+  /**
+   * `code` or `plan`.
+   */
+  mode?: string | null,
+  /**
+   * `auto` or `review`.
+   */
+  applyMode?: string | null,
+};
+
+export type SessionConfigureResult = Record<symbol, never>;
 
 export type SessionInfo = {
   sessionId: string,
@@ -353,6 +457,22 @@ export type SessionInfo = {
    * `wright/undo` can go back to are 0 to this.
    */
   checkpoints: number,
+  /**
+   * The short title made after the first turn (`null` until then).
+   */
+  title: string | null,
+  /**
+   * Its turns so far.
+   */
+  turns: number,
+  /**
+   * The model it works on now.
+   */
+  model: string,
+  /**
+   * The estimated cost so far, in US dollars.
+   */
+  costUsd: number,
 };
 
 export type SessionParams = {

@@ -73,14 +73,32 @@ pub enum AgentEvent {
         path: String,
         before: Option<String>,
         after: Option<String>,
+        hunks: Vec<Hunk>,
     },
     Plan {
         steps: Vec<PlanStep>,
     },
-    /// The session's token use so far.
+    /// The session's token use so far; the last request's prompt against the model's
+    /// context window; the estimated cost so far (`null` when the model has no price).
     Usage {
         #[serde(flatten)]
         total: Usage,
+        context_tokens: u64,
+        context_window: u64,
+        cost_usd: Option<f64>,
+    },
+    /// A turn begins: the user's message (the first turn's is the task).
+    Turn {
+        turn: u32,
+        message: String,
+    },
+    /// The mode changed (`code` or `plan`), from this step on.
+    Mode {
+        mode: String,
+    },
+    /// A short title for the session, made after its first turn.
+    Title {
+        title: String,
     },
     /// Compaction shortened the prompt: `masked` old outputs replaced by placeholders (their
     /// text stays readable with `read_artifact`), or, `summarized`, older turns replaced by a
@@ -95,7 +113,9 @@ pub enum AgentEvent {
     Error {
         message: String,
     },
+    /// A turn ended (the session waits for the user's next message).
     Finished {
+        turn: u32,
         outcome: Outcome,
     },
 }
@@ -126,7 +146,21 @@ pub enum ToolEvent {
         path: String,
         before: Option<String>,
         after: Option<String>,
+        hunks: Vec<Hunk>,
     },
+}
+
+/// One contiguous changed region of a proposal: 1-based lines of the text it was computed
+/// against (`end_line` < `start_line` for an insertion before `start_line`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hunk {
+    /// Unique in the session.
+    pub id: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub old_text: String,
+    pub new_text: String,
 }
 
 /// Where tools report [`ToolEvent`]s.
@@ -142,10 +176,12 @@ impl From<ToolEvent> for AgentEvent {
                 path,
                 before,
                 after,
+                hunks,
             } => Self::EditProposed {
                 path,
                 before,
                 after,
+                hunks,
             },
         }
     }
@@ -177,9 +213,12 @@ pub enum FinalStatus {
 
 /// What a session has spent so far: nothing for a new session, what its journal recorded for
 /// a resumed one (a resumed session goes on with its budget, not a fresh one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spent {
     /// Model calls answered.
     pub steps: u32,
     pub usage: Usage,
+    /// Estimated from the prices of the models that answered (unpriced calls count nothing).
+    #[serde(default, rename = "costUsd")]
+    pub cost_usd: f64,
 }

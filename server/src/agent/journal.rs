@@ -23,6 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::conversation::Mode;
 use super::events::Spent;
 use super::events::{FinalStatus, Outcome, ToolEvent};
 use crate::compaction::ArtifactStore;
@@ -60,8 +61,28 @@ pub enum Line {
     Tool {
         event: ToolEvent,
     },
+    /// A turn ended.
     End {
         outcome: Outcome,
+    },
+    /// A later turn of the conversation begins with the user's message; `spent` is what the
+    /// session had spent then (the limits are per turn).
+    Turn {
+        turn: u32,
+        message: String,
+        spent: Spent,
+    },
+    /// The session's short title.
+    Title {
+        title: String,
+    },
+    /// The mode from here on.
+    Mode {
+        mode: Mode,
+    },
+    /// The model the user switched to, from here on.
+    Model {
+        model: String,
     },
 }
 
@@ -186,6 +207,14 @@ pub struct Recorded {
     pub outcome: Option<Outcome>,
     /// The steps and tokens the session spent, over all the processes that ran it.
     pub spent: Spent,
+    /// The number of its last turn (1 until a follow-up), and what had been spent when it
+    /// began.
+    pub turns: u32,
+    pub turn_start: Spent,
+    pub title: Option<String>,
+    pub mode: Mode,
+    /// When a line was last written (seconds since the epoch): the journal's modification.
+    pub updated: u64,
 }
 
 impl Recorded {
@@ -205,7 +234,14 @@ impl Recorded {
             path: path.to_owned(),
             source,
         };
-        let reader = BufReader::new(crate::files::open_private(path).map_err(io)?);
+        let file = crate::files::open_private(path).map_err(io)?;
+        let updated = file
+            .metadata()
+            .ok()
+            .and_then(|meta| meta.modified().ok())
+            .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let reader = BufReader::new(file);
         let mut lines = Vec::new();
         // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
         // must end the reading like any other cut line rather than fail it.
@@ -248,6 +284,11 @@ impl Recorded {
             messages: Vec::new(),
             outcome: None,
             spent: Spent::default(),
+            turns: 1,
+            turn_start: Spent::default(),
+            title: None,
+            mode: Mode::Code,
+            updated,
         };
         for line in lines {
             match line {
@@ -259,10 +300,19 @@ impl Recorded {
                     recorded.spent = Spent {
                         steps: outcome.steps,
                         usage: outcome.usage,
+                        cost_usd: recorded.spent.cost_usd,
                     };
                     recorded.outcome = Some(outcome);
                 }
                 Line::Resumed { .. } => recorded.outcome = None,
+                Line::Turn { turn, spent, .. } => {
+                    recorded.turns = turn;
+                    recorded.turn_start = spent;
+                    recorded.outcome = None;
+                }
+                Line::Title { title } => recorded.title = Some(title),
+                Line::Mode { mode } => recorded.mode = mode,
+                Line::Model { model } => recorded.model = model,
                 Line::Start { .. } | Line::Tool { .. } => {}
             }
         }
@@ -377,16 +427,19 @@ pub fn resume(
     data_dir: &Path,
     root: &Path,
     session_id: &str,
+    follow_up: bool,
 ) -> Result<(Recorded, Vec<Message>, Journal), String> {
     let recorded =
         Recorded::find(&sessions_dir(data_dir, root), session_id).map_err(|e| e.to_string())?;
     // A session that failed (a provider outage, the step limit) or was cancelled goes on from
-    // where it stopped; one the model finished is done.
-    if let Some(outcome) = &recorded.outcome
+    // where it stopped; one the model finished takes only a new message (a follow-up turn).
+    if !follow_up
+        && let Some(outcome) = &recorded.outcome
         && outcome.status == FinalStatus::Done
     {
         return Err(format!(
-            "session {session_id} already ended: the model finished it; start a new one"
+            "session {session_id} already ended: the model finished it; give a message to \
+             continue it with a new turn (`wright exec --resume {session_id} MESSAGE`)"
         ));
     }
     let history = recorded.resumable_messages();

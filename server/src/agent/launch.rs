@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::journal::{self, Journal, Recorded};
+use super::conversation::{Conversation, Mode, UserMessage};
+use super::journal::{self, Journal, Line, Recorded};
 use super::prompt::{self, EditorFocus};
 use super::tools::ToolContext;
 use super::{AgentEvent, Limits, Models, Session, Setup, Spent, ToolEvent};
@@ -27,11 +28,13 @@ use crate::workspace::Overlay;
 /// How many tokens of retrieved code go with a new session's task.
 const CONTEXT_BUDGET: usize = 4000;
 
-/// A new session's task, or the id of one to take up from its journal.
-#[derive(Clone, Copy, Debug)]
+/// A new session's task, the id of one to take up from its journal where it stopped, or of
+/// one to continue with a new turn (finished sessions too).
+#[derive(Clone, Debug)]
 pub enum Begin<'a> {
     Task(&'a str),
     Resume(&'a str),
+    FollowUp(&'a str, UserMessage),
 }
 
 /// What a front end asks for.
@@ -46,6 +49,8 @@ pub struct Plan<'a> {
     pub model: Option<&'a str>,
     /// A new session's id starts with this (`s` in the editor, `exec` headless).
     pub id_prefix: &'a str,
+    /// The mode to work in; a resumed session keeps its own when `None`.
+    pub mode: Option<Mode>,
 }
 
 /// A session whose id, task, models and limits are known; nothing written yet.
@@ -59,6 +64,15 @@ pub struct Prepared {
     spent: Spent,
     root: PathBuf,
     data_dir: PathBuf,
+    conversation: Arc<Conversation>,
+    /// The turn to run and what had been spent when it began.
+    turn: (u32, Spent),
+    mode: Mode,
+    /// A follow-up's message, which begins its turn.
+    follow_up: Option<UserMessage>,
+    /// Whether the session still needs a title.
+    untitled: bool,
+    prices: crate::llm::PriceTable,
 }
 
 /// What the first message is written from: the index and the files as the front end sees them
@@ -76,6 +90,8 @@ pub struct Opened {
     history: Vec<Message>,
     journal: Option<Journal>,
     artifacts: ArtifactStore,
+    /// A new session (not one taken up from its journal).
+    fresh: bool,
 }
 
 impl Prepared {
@@ -92,27 +108,52 @@ impl Prepared {
         plan: Plan<'_>,
         connect: impl FnOnce(&Config, Option<&str>, &str) -> Result<Models, String>,
     ) -> Result<Self, String> {
-        let (recorded, resumed): (Option<Recorded>, _) = match plan.begin {
-            Begin::Task(_) => (None, None),
+        let new_task = match &plan.begin {
+            Begin::Task(task) => Some((*task).to_owned()),
+            _ => None,
+        };
+        let (recorded, resumed, follow_up): (Option<Recorded>, _, _) = match plan.begin {
+            Begin::Task(_) => (None, None, None),
             Begin::Resume(id) => {
-                let (recorded, history, journal) = journal::resume(plan.data_dir, plan.root, id)?;
-                (Some(recorded), Some((history, journal)))
+                let (recorded, history, journal) =
+                    journal::resume(plan.data_dir, plan.root, id, false)?;
+                (Some(recorded), Some((history, journal)), None)
+            }
+            Begin::FollowUp(id, message) => {
+                message.check()?;
+                let (recorded, history, journal) =
+                    journal::resume(plan.data_dir, plan.root, id, true)?;
+                (Some(recorded), Some((history, journal)), Some(message))
             }
         };
-        let task = match (plan.begin, &recorded) {
-            (_, Some(recorded)) => recorded.task.clone(),
-            (Begin::Task(task), None) => task.to_owned(),
-            (Begin::Resume(_), None) => unreachable!("a resumed session has its record"),
+        let task = match (&recorded, new_task) {
+            (Some(recorded), _) => recorded.task.clone(),
+            (None, Some(task)) => task,
+            (None, None) => unreachable!("a resumed session has its record"),
         };
         let model = plan
             .model
             .or(recorded.as_ref().map(|recorded| recorded.model.as_str()));
         let models = connect(plan.config, model, &task)?;
-        let id = match (plan.begin, &recorded) {
-            (Begin::Resume(_), Some(recorded)) => recorded.session_id.clone(),
-            _ => journal::new_session_id(plan.id_prefix),
+        let id = match &recorded {
+            Some(recorded) => recorded.session_id.clone(),
+            None => journal::new_session_id(plan.id_prefix),
         };
+        let turn = match (&recorded, &follow_up) {
+            (None, _) => (1, Spent::default()),
+            (Some(recorded), None) => (recorded.turns, recorded.turn_start),
+            (Some(recorded), Some(_)) => (recorded.turns + 1, recorded.spent),
+        };
+        let mode = plan
+            .mode
+            .or(recorded.as_ref().map(|recorded| recorded.mode))
+            .unwrap_or_default();
         Ok(Self {
+            conversation: Conversation::starting(turn.0),
+            turn,
+            mode,
+            follow_up,
+            untitled: recorded.as_ref().is_none_or(|r| r.title.is_none()),
             id,
             task,
             models,
@@ -122,7 +163,18 @@ impl Prepared {
             spent: recorded.map(|recorded| recorded.spent).unwrap_or_default(),
             root: plan.root.to_owned(),
             data_dir: plan.data_dir.to_owned(),
+            prices: crate::llm::PriceTable::from_config(plan.config),
         })
+    }
+
+    /// The handle a front end keeps to add turns and change settings.
+    pub fn conversation(&self) -> Arc<Conversation> {
+        Arc::clone(&self.conversation)
+    }
+
+    /// The turn about to run.
+    pub fn turn(&self) -> u32 {
+        self.turn.0
     }
 
     /// The event that tells which model works on the task, and why: a session's first.
@@ -135,6 +187,7 @@ impl Prepared {
     /// whose journal begins here. Blocking.
     pub fn open(self, context: Context) -> Opened {
         let system = prompt::system_prompt(&self.root);
+        let fresh = self.resumed.is_none();
         let (history, journal, artifacts, prepared) = match self.resumed {
             Some((history, journal)) => {
                 let artifacts = journal.artifacts();
@@ -157,14 +210,27 @@ impl Prepared {
                         },
                     )
                 });
-                let (history, journal) = journal::begin(
+                let mut message =
+                    prompt::task_message(&self.task, &context.focus, retrieved.as_ref());
+                if self.mode == Mode::Plan {
+                    message.push_str(prompt::mode_note(Mode::Plan));
+                    message.push('\n');
+                }
+                let (history, mut journal) = journal::begin(
                     &self.data_dir,
                     &self.root,
                     &self.id,
                     &self.task,
                     &self.models.decision.model.to_string(),
-                    prompt::task_message(&self.task, &context.focus, retrieved.as_ref()),
+                    message,
                 );
+                if self.mode == Mode::Plan
+                    && let Some(written) = &mut journal
+                    && let Err(err) = written.append(&Line::Mode { mode: self.mode })
+                {
+                    tracing::warn!("{err}; the session runs without a journal");
+                    journal = None;
+                }
                 let artifacts = journal
                     .as_ref()
                     .map_or_else(ArtifactStore::in_memory, Journal::artifacts);
@@ -177,6 +243,7 @@ impl Prepared {
             history,
             journal,
             artifacts,
+            fresh,
         }
     }
 }
@@ -196,8 +263,15 @@ impl Opened {
         tool_events: Option<UnboundedReceiver<ToolEvent>>,
     ) -> Session {
         let prepared = self.prepared;
-        Session::new(Setup {
+        if self.fresh {
+            let _ = events.send(AgentEvent::Turn {
+                turn: 1,
+                message: prepared.task.clone(),
+            });
+        }
+        let mut session = Session::new(Setup {
             id: prepared.id,
+            model_name: prepared.models.decision.model.to_string(),
             model: prepared.models.task,
             summary_model: prepared.models.summary,
             compaction: prepared.compaction,
@@ -210,6 +284,19 @@ impl Opened {
             limits: prepared.limits,
             events,
             tool_events,
-        })
+            turn: if prepared.follow_up.is_some() {
+                (prepared.turn.0 - 1, prepared.turn.1)
+            } else {
+                prepared.turn
+            },
+            conversation: prepared.conversation,
+            mode: prepared.mode,
+            prices: prepared.prices,
+            title_from: prepared.untitled.then_some(prepared.task),
+        });
+        if let Some(message) = prepared.follow_up {
+            session.begin_turn(prepared.turn.0, vec![message]);
+        }
+        session
     }
 }

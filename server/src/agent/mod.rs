@@ -6,6 +6,7 @@
 //! channel, and edits and commands go through the [`tools::EditTarget`] and
 //! [`tools::CommandRunner`] the caller gives it.
 
+pub mod conversation;
 pub mod disk;
 pub mod events;
 pub mod journal;
@@ -42,6 +43,11 @@ impl Cancel {
     pub fn cancel(&self) {
         self.0.cancelled.store(true, Ordering::SeqCst);
         self.0.notify.notify_waiters();
+    }
+
+    /// Clears a cancel that ended the last turn, for the next (the same flag, still shared).
+    pub fn reset(&self) {
+        self.0.cancelled.store(false, Ordering::SeqCst);
     }
 
     pub fn is_cancelled(&self) -> bool {

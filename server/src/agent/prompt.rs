@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::conversation::{Mode, UserMessage};
+use super::tools::Attachment;
 use crate::files::Root;
 use crate::retrieval::Context;
 use crate::workspace::{self, WalkOptions};
@@ -99,7 +101,7 @@ fn agents_files(root: &Path) -> Vec<(String, String)> {
 const AGENTS_FILE: &str = "AGENTS.md";
 
 /// Where the user was when they asked.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EditorFocus {
     /// Workspace-relative.
     pub path: Option<String>,
@@ -107,19 +109,98 @@ pub struct EditorFocus {
     pub selection: Option<(u32, u32, String)>,
 }
 
+impl EditorFocus {
+    /// The focus on `path` (kept only when it is under `root`) with the selected `text` at
+    /// 1-based `lines`, when the selection is not empty.
+    pub fn in_root(
+        root: &Path,
+        path: Option<&Path>,
+        selection: Option<((u32, u32), String)>,
+    ) -> Self {
+        Self {
+            path: path
+                .filter(|path| {
+                    path.starts_with(root)
+                        && !path
+                            .components()
+                            .any(|c| c == std::path::Component::ParentDir)
+                })
+                .map(|path| workspace::relative_path(root, path)),
+            selection: selection
+                .filter(|(_, text)| !text.is_empty())
+                .map(|((start, end), text)| (start, end, text)),
+        }
+    }
+
+    fn describe(&self, message: &mut String) {
+        if let Some(path) = &self.path {
+            let _ = writeln!(message, "\nThe user's current file: {path}");
+        }
+        if let Some((start, end, text)) = &self.selection {
+            let _ = writeln!(
+                message,
+                "The user selected lines {start}-{end}:\n```\n{}\n```",
+                text.trim_end()
+            );
+        }
+    }
+}
+
+/// What the model is told when the mode changes, or a turn starts in plan mode.
+pub fn mode_note(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Plan => {
+            "[Plan mode: investigate with the read-only tools (commands run in a throw-away \
+             copy) and change no file. End with a numbered plan of the changes: which files, \
+             what in each, and how to verify them.]"
+        }
+        Mode::Code => "[Code mode: every tool is available again; carry out the agreed plan.]",
+    }
+}
+
+/// What the user rejected of the proposals, for the model.
+pub fn review_note(rejected: &[String]) -> String {
+    let mut text = "[Review: the user rejected these proposed changes; they are not in the \
+                    files. Do not propose them again unless asked.]\n"
+        .to_owned();
+    for line in rejected {
+        let _ = writeln!(text, "- {line}");
+    }
+    text
+}
+
+/// The proposals still held when a turn starts.
+pub fn held_note(held: &[String]) -> String {
+    let mut text = "[Review: these proposed changes are still waiting for the user's decision; \
+                    reads see them, the user's files do not have them yet.]\n"
+        .to_owned();
+    for line in held {
+        let _ = writeln!(text, "- {line}");
+    }
+    text
+}
+
+/// A later message of the user's: its text, where they are, and what it mentions.
+pub fn turn_message(message: &UserMessage, attachments: &[Attachment], mode: Mode) -> String {
+    let mut text = message.text.trim().to_owned();
+    text.push('\n');
+    message.focus.describe(&mut text);
+    if !attachments.is_empty() {
+        text.push_str("\nWhat the message mentions:\n");
+        for attachment in attachments {
+            let _ = write!(text, "\n@{}: {}", attachment.mention, attachment.text);
+        }
+    }
+    if mode == Mode::Plan {
+        let _ = write!(text, "\n{}\n", mode_note(mode));
+    }
+    text
+}
+
 /// The first user message: the task, where the user is, and the code retrieval picked.
 pub fn task_message(task: &str, focus: &EditorFocus, context: Option<&Context>) -> String {
     let mut message = format!("Task: {}\n", task.trim());
-    if let Some(path) = &focus.path {
-        let _ = writeln!(message, "\nThe user's current file: {path}");
-    }
-    if let Some((start, end, text)) = &focus.selection {
-        let _ = writeln!(
-            message,
-            "The user selected lines {start}-{end}:\n```\n{}\n```",
-            text.trim_end()
-        );
-    }
+    focus.describe(&mut message);
     if let Some(context) = context.filter(|c| !c.snippets.is_empty()) {
         message.push_str("\nCode that may be relevant (from the workspace index):\n");
         for snippet in &context.snippets {

@@ -220,6 +220,52 @@ impl CommandRunner for SandboxRunner {
             }
             None => Filesystem::InPlace,
         };
+        self.run_in(command, timeout, cancel, filesystem)
+    }
+
+    /// In a snapshot of its own, which goes back to the pool after the command: the
+    /// workspace (and the session's snapshot) never see its writes.
+    fn run_discarding(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<CommandOutput, String> {
+        self.approved(command)?;
+        let mut snapshot = self
+            .pool
+            .new_snapshot(&self.root)
+            .map_err(|err| format!("making a throw-away snapshot: {err}"))?;
+        if let Some((_, buffers)) = &self.snapshot {
+            snapshot
+                .write_buffers(&buffers())
+                .map_err(|err| format!("writing the editor's buffers into the snapshot: {err}"))?;
+        }
+        let shared = Arc::new(Mutex::new(snapshot));
+        let ran = self.run_in(
+            command,
+            timeout,
+            cancel,
+            Filesystem::Snapshot(Arc::clone(&shared)),
+        );
+        if let Ok(snapshot) = Arc::try_unwrap(shared) {
+            self.pool
+                .recycle(snapshot.into_inner().unwrap_or_else(|e| e.into_inner()));
+        }
+        ran
+    }
+}
+
+impl SandboxRunner {
+    /// Runs an approved `command` on `filesystem`, asking the user for more when the sandbox
+    /// refused what it needed.
+    fn run_in(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cancel: &Cancel,
+        filesystem: Filesystem,
+    ) -> Result<CommandOutput, String> {
         let mut request = Request {
             argv: vec!["sh".into(), "-c".into(), command.into()],
             workspace: self.root.clone(),

@@ -20,20 +20,22 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::time::Instant;
 
 use super::Cancel;
+use super::conversation::{Conversation, Mode, ModelSwitch, UserMessage};
 use super::events::{AgentEvent, FinalStatus, Outcome, Spent, ToolEvent};
 use super::journal::{Journal, Line};
 use super::tools::{self, ToolContext, ToolOutput};
 use crate::compaction::{ArtifactStore, Compactor, Settings as Compaction};
 use crate::llm::{
-    ChatModel, Event, FinishReason, LlmError, Message, Sampling, ToolCall, Transcript, Usage,
+    ChatModel, Event, FinishReason, LlmError, Message, PriceTable, Request, Sampling, ToolCall,
+    Transcript, Usage,
 };
 
-/// When a session gives up.
+/// When a turn gives up (each turn of a conversation has the whole budget).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Model calls.
     pub max_steps: u32,
-    /// Input plus output tokens over the session, as the provider reported them.
+    /// Input plus output tokens over the turn, as the provider reported them.
     pub max_tokens: u64,
     pub wall_time: Duration,
 }
@@ -107,6 +109,17 @@ pub struct Setup {
     pub events: UnboundedSender<AgentEvent>,
     /// Where the tools report approvals and the editor's answers to edits (none headless).
     pub tool_events: Option<UnboundedReceiver<ToolEvent>>,
+    /// The turn the session is in, and what had been spent when it began (the limits are
+    /// per turn).
+    pub turn: (u32, Spent),
+    /// Where later messages and setting changes come from.
+    pub conversation: Arc<Conversation>,
+    pub mode: Mode,
+    /// The model's name as the journal records it (`openai/gpt-4.1`).
+    pub model_name: String,
+    pub prices: PriceTable,
+    /// After its first turn, the session asks `summary_model` for a title (one it has not).
+    pub title_from: Option<String>,
 }
 
 pub struct Session {
@@ -123,6 +136,22 @@ pub struct Session {
     usage: Usage,
     steps: u32,
     changed: BTreeSet<String>,
+    conversation: Arc<Conversation>,
+    turn: u32,
+    /// What had been spent when the turn began.
+    turn_start: Spent,
+    mode: Mode,
+    model_name: String,
+    prices: PriceTable,
+    cost_usd: f64,
+    /// Some call's model had no price: the cost is a lower bound, shown as unknown.
+    unpriced: bool,
+    /// The last request's prompt and answer, in tokens: what the next one starts from.
+    context_tokens: u64,
+    context_window: u64,
+    title_from: Option<String>,
+    /// The title's side call, while it runs.
+    title: Option<tokio::task::JoinHandle<Option<String>>>,
 }
 
 impl Session {
@@ -136,6 +165,7 @@ impl Session {
         for message in setup.history {
             transcript.push(message);
         }
+        let context_window = setup.compaction.context_window as u64;
         Self {
             journal: setup.journal,
             compactor: Compactor::new(setup.compaction, Some(&setup.tools.root), setup.artifacts),
@@ -148,7 +178,206 @@ impl Session {
             tool_events: setup.tool_events,
             usage: setup.spent.usage,
             steps: setup.spent.steps,
+            cost_usd: setup.spent.cost_usd,
             changed: BTreeSet::new(),
+            conversation: setup.conversation,
+            turn: setup.turn.0,
+            turn_start: setup.turn.1,
+            mode: setup.mode,
+            model_name: setup.model_name,
+            prices: setup.prices,
+            unpriced: false,
+            context_tokens: 0,
+            context_window,
+            title_from: setup.title_from,
+            title: None,
+        }
+    }
+
+    /// Starts turn `turn` with the user's `messages` (a later turn of the conversation, or
+    /// the first of a follow-up taken up from the journal): journaled, announced, appended
+    /// with what they mention attached.
+    pub fn begin_turn(&mut self, turn: u32, messages: Vec<UserMessage>) {
+        self.turn = turn;
+        self.turn_start = self.spent();
+        self.changed.clear();
+        self.tools.cancel.reset();
+        let text = messages
+            .iter()
+            .map(|m| m.text.trim())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        self.journal(&Line::Turn {
+            turn,
+            message: text.clone(),
+            spent: self.turn_start,
+        });
+        self.emit(AgentEvent::Turn {
+            turn,
+            message: text,
+        });
+        let held = self.tools.edits.held();
+        if !held.is_empty() {
+            self.push(Message::User(super::prompt::held_note(&held)));
+        }
+        for message in messages {
+            self.push_user(message);
+        }
+    }
+
+    /// Turns, one after another, as the user sends them, until the front end lets go.
+    pub async fn converse(&mut self) {
+        loop {
+            self.run().await;
+            self.settle_title(TITLE_TIMEOUT).await;
+            // Between turns the user still reviews: what the tools report (proposals left
+            // after a hunk was accepted) reaches the listeners at once.
+            let conversation = Arc::clone(&self.conversation);
+            let next = loop {
+                tokio::select! {
+                    next = conversation.next_turn() => break next,
+                    event = next_tool_event(&mut self.tool_events) => self.tool_event(event),
+                }
+            };
+            let Some((turn, messages)) = next else {
+                return;
+            };
+            self.begin_turn(turn, messages);
+        }
+    }
+
+    /// Appends one of the user's messages: its text, the files and symbols it mentions,
+    /// where the user is, and what is held for review.
+    fn push_user(&mut self, message: UserMessage) {
+        let attachments = super::tools::attachments(&self.tools, &message.text);
+        let text = super::prompt::turn_message(&message, &attachments, self.mode);
+        self.push(Message::User(text));
+    }
+
+    /// What the session has spent so far.
+    fn spent(&self) -> Spent {
+        Spent {
+            steps: self.steps,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+        }
+    }
+
+    /// Applies what the front end changed since the last step: messages that steer the turn,
+    /// the mode, the model.
+    fn take_conversation(&mut self) {
+        let (messages, mode, model) = self.conversation.take();
+        if let Some(mode) = mode.filter(|mode| *mode != self.mode) {
+            self.set_mode(mode);
+        }
+        if let Some(switch) = model {
+            self.switch_model(switch);
+        }
+        for message in messages {
+            self.push_user(message);
+        }
+        let notes = self.tools.edits.take_review_notes();
+        if !notes.is_empty() {
+            self.push(Message::User(super::prompt::review_note(&notes)));
+        }
+    }
+
+    fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+        self.tools.set_plan_mode(mode == Mode::Plan);
+        self.transcript
+            .set_tools(super::tools::schemas(&self.tools));
+        self.journal(&Line::Mode { mode });
+        self.emit(AgentEvent::Mode {
+            mode: mode.name().to_owned(),
+        });
+        self.push(Message::User(super::prompt::mode_note(mode).to_owned()));
+    }
+
+    /// The transcript is the providers' common shape: the next request is written in the
+    /// new model's dialect, history and tool calls included.
+    fn switch_model(&mut self, switch: ModelSwitch) {
+        if switch.name == self.model_name {
+            return;
+        }
+        self.model = switch.task;
+        self.model_name.clone_from(&switch.name);
+        self.journal(&Line::Model {
+            model: switch.name.clone(),
+        });
+        self.emit(AgentEvent::Model {
+            model: switch.name,
+            tier: None,
+            reason: "chosen by the user".to_owned(),
+        });
+    }
+
+    /// Starts the title's side call beside the turn (no tools; a failure leaves the session
+    /// untitled): its answer is shown before the turn's `finished`, or after it when slower.
+    fn start_title(&mut self, task: &str) {
+        let request = Request {
+            system: "You name coding sessions. Answer with a title of at most six words, no \
+                     quotes, no final period."
+                .to_owned(),
+            messages: vec![Message::User(format!(
+                "The session's task:\n{}",
+                task.trim()
+            ))],
+            tools: Vec::new(),
+            sampling: Sampling {
+                temperature: None,
+                max_tokens: 32,
+            },
+            cache_key: None,
+            prediction: None,
+            single_attempt: true,
+        };
+        let model = Arc::clone(&self.summary_model);
+        self.title = Some(tokio::spawn(async move {
+            let mut stream = model.stream(&request);
+            let mut title = String::new();
+            let read = async {
+                while let Some(next) = stream.next().await {
+                    match next {
+                        Ok(Event::TextDelta(delta)) => title.push_str(&delta),
+                        Ok(Event::Restarted { .. }) => title.clear(),
+                        Ok(_) => {}
+                        Err(err) => return Err(err.to_string()),
+                    }
+                }
+                Ok(())
+            };
+            match tokio::time::timeout(TITLE_TIMEOUT, read).await {
+                Ok(Ok(())) => Some(clean_title(&title)).filter(|t| !t.is_empty()),
+                Ok(Err(err)) => {
+                    tracing::warn!("the session's title: {err}");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "the session's title took over {} s",
+                        TITLE_TIMEOUT.as_secs()
+                    );
+                    None
+                }
+            }
+        }));
+    }
+
+    /// Shows the title once its call answered, waiting at most `wait` for it.
+    async fn settle_title(&mut self, wait: Duration) {
+        let Some(handle) = &mut self.title else {
+            return;
+        };
+        let Ok(answered) = tokio::time::timeout(wait, handle).await else {
+            return;
+        };
+        self.title = None;
+        if let Ok(Some(title)) = answered {
+            self.journal(&Line::Title {
+                title: title.clone(),
+            });
+            self.emit(AgentEvent::Title { title });
         }
     }
 
@@ -165,11 +394,34 @@ impl Session {
         let _ = self.events.send(event);
     }
 
-    /// Runs the session to its end.
+    /// Runs the current turn to its end (the model finished, a limit, a failure, the
+    /// user's cancel), then says so with `finished`.
     pub async fn run(&mut self) -> Outcome {
+        if let Some(task) = self.title_from.take() {
+            self.start_title(&task);
+        }
+        let outcome = self.run_steps().await;
+        // A title asked for at the turn's start usually answered long before its end; the
+        // journal's `end` line stays the turn's last.
+        self.settle_title(TITLE_GRACE).await;
+        self.journal(&Line::End {
+            outcome: outcome.clone(),
+        });
+        self.emit(AgentEvent::Finished {
+            turn: self.turn,
+            outcome: outcome.clone(),
+        });
+        outcome
+    }
+
+    async fn run_steps(&mut self) -> Outcome {
         let deadline = Instant::now() + self.limits.wall_time;
+        self.tools.set_plan_mode(self.mode == Mode::Plan);
+        self.transcript
+            .set_tools(super::tools::schemas(&self.tools));
         loop {
-            if self.steps >= self.limits.max_steps {
+            self.take_conversation();
+            if self.steps - self.turn_start.steps >= self.limits.max_steps {
                 return self.end(
                     FinalStatus::Failed,
                     String::new(),
@@ -188,25 +440,28 @@ impl Session {
                 Ok(turn) => turn,
                 Err(ended) => return ended,
             };
-            self.emit(AgentEvent::Usage { total: self.usage });
+            self.emit(AgentEvent::Usage {
+                total: self.usage,
+                context_tokens: self.context_tokens,
+                context_window: self.context_window,
+                cost_usd: (!self.unpriced).then_some(self.cost_usd),
+            });
             self.journal(&Line::Spent {
-                spent: Spent {
-                    steps: self.steps,
-                    usage: self.usage,
-                },
+                spent: self.spent(),
             });
             self.push(Message::Assistant {
                 text: text.clone(),
                 tool_calls: calls.clone(),
             });
-            if self.usage.input + self.usage.output > self.limits.max_tokens {
+            let used = self.usage.input + self.usage.output
+                - (self.turn_start.usage.input + self.turn_start.usage.output);
+            if used > self.limits.max_tokens {
                 return self.end(
                     FinalStatus::Failed,
                     text,
                     Some(format!(
-                        "used {} tokens, over the session's limit of {} (agent.max_tokens in \
-                         the configuration)",
-                        self.usage.input + self.usage.output,
+                        "used {used} tokens, over the session's limit of {} for a turn \
+                         (agent.max_tokens in the configuration)",
                         self.limits.max_tokens
                     )),
                 );
@@ -225,7 +480,16 @@ impl Session {
                             "the provider withheld the model's answer (content filter)".to_owned(),
                         ),
                     ),
-                    _ => self.end(FinalStatus::Done, text, None),
+                    _ => match self.conversation.end_turn() {
+                        None => self.end(FinalStatus::Done, text, None),
+                        // The user wrote while the model finished: the turn goes on.
+                        Some(messages) => {
+                            for message in messages {
+                                self.push_user(message);
+                            }
+                            continue;
+                        }
+                    },
                 };
             }
             if let Err(ended) = self.run_tools(&calls, deadline).await {
@@ -259,7 +523,7 @@ impl Session {
                     self.emit(AgentEvent::TextDelta { text: delta });
                 }
                 Input::Model(Ok(Event::ToolCallEnd { call, .. })) => calls.push(call),
-                Input::Model(Ok(Event::Usage(usage))) => self.usage.add(&usage),
+                Input::Model(Ok(Event::Usage(usage))) => self.account(&usage),
                 Input::Model(Ok(Event::Finish(reason))) => finish = Some(reason),
                 Input::Model(Ok(Event::ToolCallStart { .. } | Event::ToolCallArgs { .. })) => {}
                 Input::Model(Ok(Event::Restarted { reason })) => {
@@ -288,6 +552,16 @@ impl Session {
                 Input::Deadline => return Err(self.out_of_time(text)),
                 Input::ToolsDone(_) => unreachable!("no tool runs during a model turn"),
             }
+        }
+    }
+
+    /// Counts one call's tokens, and their cost at the model's price.
+    fn account(&mut self, usage: &Usage) {
+        self.usage.add(usage);
+        self.context_tokens = usage.input + usage.output;
+        match self.prices.lookup(self.model.model()) {
+            Some(price) => self.cost_usd += price.cost(usage),
+            None => self.unpriced = true,
         }
     }
 
@@ -499,6 +773,9 @@ impl Session {
     }
 
     fn end(&mut self, status: FinalStatus, message: String, reason: Option<String>) -> Outcome {
+        if status != FinalStatus::Done {
+            self.conversation.stop_turn();
+        }
         let outcome = Outcome {
             status,
             message,
@@ -507,13 +784,29 @@ impl Session {
             files_changed: self.changed.iter().cloned().collect(),
             usage: self.usage,
         };
-        self.journal(&Line::End {
-            outcome: outcome.clone(),
-        });
-        self.emit(AgentEvent::Finished {
-            outcome: outcome.clone(),
-        });
         outcome
+    }
+}
+
+/// How long a title may take: it is a nicety, never a wait.
+const TITLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a turn's `finished` waits for a title still on its way.
+const TITLE_GRACE: Duration = Duration::from_secs(2);
+
+/// A model's title as one short line: no quotes, no "Title:", at most 80 characters.
+fn clean_title(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or_default().trim();
+    let line = line
+        .strip_prefix("Title:")
+        .or_else(|| line.strip_prefix("title:"))
+        .unwrap_or(line)
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'' || c == '*' || c == '`')
+        .trim_end_matches('.')
+        .trim();
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => line[..cut].trim_end().to_owned(),
+        None => line.to_owned(),
     }
 }
 
@@ -627,6 +920,7 @@ mod tests {
             test_command: None,
             cancel: Cancel::new(),
             plan: Mutex::default(),
+            plan_mode: Default::default(),
         });
         let read = |n: usize| Event::ToolCallEnd {
             index: n,
@@ -660,6 +954,12 @@ mod tests {
             limits: Limits::default(),
             events,
             tool_events: None,
+            turn: (1, Spent::default()),
+            conversation: Conversation::starting(1),
+            mode: Mode::Code,
+            model_name: "openai/scripted".into(),
+            prices: PriceTable::built_in(),
+            title_from: None,
         });
         let outcome = session.run().await;
         assert_eq!(outcome.status, FinalStatus::Done);

@@ -212,6 +212,15 @@ impl Buffers {
         self.documents.get(key).cloned()
     }
 
+    /// The text of document `key` between two positions (in the negotiated encoding);
+    /// `None` when it is not open or the range is empty.
+    pub fn text_in(&self, key: &DocumentKey, start: Position, end: Position) -> Option<String> {
+        let document = self.documents.get(key)?;
+        let offset = |p| position_to_offset(document.text(), p, self.encoding());
+        let (start, end) = (offset(start), offset(end));
+        (start < end).then(|| document.text().byte_slice(start..end).to_string())
+    }
+
     pub fn len(&self) -> usize {
         self.documents.len()
     }

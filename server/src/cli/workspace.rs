@@ -334,20 +334,36 @@ pub fn context(
     Ok(0)
 }
 
-/// What `wright exec` works on: a new task, or an interrupted session taken up again.
+/// What `wright exec` works on: a new task, a session taken up where it stopped, or a new
+/// turn of one.
+#[derive(Clone, Copy)]
 pub enum ExecStart<'a> {
     Task(&'a str),
     Resume(&'a str),
+    FollowUp(&'a str, &'a str),
+}
+
+/// `wright exec`'s options.
+pub struct ExecOptions<'a> {
+    pub model: Option<&'a str>,
+    pub max_steps: Option<u32>,
+    /// Plan mode (`--plan`).
+    pub plan: bool,
+    pub json: bool,
 }
 
 /// `wright exec`: the agent on the workspace, headless.
 pub async fn exec(
     workspace: &Workspace,
     start: ExecStart<'_>,
-    model: Option<&str>,
-    max_steps: Option<u32>,
-    json: bool,
+    options: ExecOptions<'_>,
 ) -> anyhow::Result<u8> {
+    let ExecOptions {
+        model,
+        max_steps,
+        plan,
+        json,
+    } = options;
     use std::sync::Arc;
     use wright::agent::launch::{self, Begin, Plan, Prepared};
     use wright::agent::{self, Cancel, FinalStatus, disk::DiskTarget};
@@ -361,9 +377,23 @@ pub async fn exec(
         begin: match start {
             ExecStart::Task(task) => Begin::Task(task),
             ExecStart::Resume(id) => Begin::Resume(id),
+            ExecStart::FollowUp(id, message) => Begin::FollowUp(
+                id,
+                wright::agent::conversation::UserMessage {
+                    text: message.to_owned(),
+                    ..Default::default()
+                },
+            ),
         },
         model,
         id_prefix: "exec",
+        // A new turn works in the mode the command line says; a session taken up where it
+        // stopped keeps its own.
+        mode: match start {
+            ExecStart::Resume(_) if !plan => None,
+            _ if plan => Some(wright::agent::conversation::Mode::Plan),
+            _ => Some(wright::agent::conversation::Mode::Code),
+        },
     });
     let mut prepared = match prepared {
         Ok(prepared) => prepared,
@@ -395,8 +425,8 @@ pub async fn exec(
     });
     if let Some(journal) = opened.journal_path() {
         say!(
-            "wright: session {id} (journal {}; `wright exec --resume {id}` continues it if it \
-             is interrupted)",
+            "wright: session {id} (journal {}; `wright exec --resume {id} MESSAGE` continues \
+             it)",
             journal.display()
         );
     }
@@ -441,6 +471,7 @@ pub async fn exec(
             .map(str::to_owned),
         cancel: cancel.clone(),
         plan: Default::default(),
+        plan_mode: Default::default(),
     });
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let _ = events.send(model_event);
@@ -517,11 +548,23 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
             writeln!(out, "  not applied to {}: {reason}", paths.join(", "))
         }
         AgentEvent::Plan { steps } => writeln!(out, "  plan: {} steps", steps.len()),
-        AgentEvent::Usage { total } => writeln!(
+        AgentEvent::Usage {
+            total,
+            context_tokens,
+            context_window,
+            cost_usd,
+        } => writeln!(
             out,
-            "\n  tokens: {} in ({} cached), {} out",
-            total.input, total.cached_input, total.output
+            "\n  tokens: {} in ({} cached), {} out; context {context_tokens} of \
+             {context_window}{}",
+            total.input,
+            total.cached_input,
+            total.output,
+            cost_usd.map(|c| format!("; ${c:.4}")).unwrap_or_default()
         ),
+        AgentEvent::Turn { turn, .. } => writeln!(out, "── turn {turn}"),
+        AgentEvent::Mode { mode } => writeln!(out, "  mode: {mode}"),
+        AgentEvent::Title { title } => writeln!(out, "  title: {title}"),
         AgentEvent::Compacted {
             masked,
             tokens_before,
@@ -537,7 +580,7 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
             }
         ),
         AgentEvent::Error { message } => writeln!(out, "error: {message}"),
-        AgentEvent::Finished { outcome } => writeln!(
+        AgentEvent::Finished { outcome, .. } => writeln!(
             out,
             "── {:?} after {} steps{}",
             outcome.status,
@@ -549,6 +592,62 @@ fn print_event(out: &mut dyn Write, event: &wright::agent::AgentEvent) {
                 .unwrap_or_default()
         ),
     };
+}
+
+/// `wright sessions`: the sessions journaled on the workspace, newest first.
+pub fn sessions(workspace: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
+    use wright::agent::journal::{Recorded, sessions_dir};
+    let env = |var: &str| std::env::var(var).ok();
+    let data_dir = config::data_dir(&env)?;
+    let mut sessions = Recorded::list(&sessions_dir(&data_dir, &workspace.root));
+    sessions.sort_by(|a, b| (b.updated, &b.session_id).cmp(&(a.updated, &a.session_id)));
+    let state = |recorded: &Recorded| match &recorded.outcome {
+        Some(outcome) => format!("{:?}", outcome.status).to_lowercase(),
+        None => "interrupted".to_owned(),
+    };
+    let title = |recorded: &Recorded| {
+        recorded
+            .title
+            .clone()
+            .unwrap_or_else(|| recorded.task.lines().next().unwrap_or_default().to_owned())
+    };
+    if json {
+        let listed: Vec<_> = sessions
+            .iter()
+            .map(|recorded| {
+                json!({
+                    "id": recorded.session_id,
+                    "title": title(recorded),
+                    "state": state(recorded),
+                    "turns": recorded.turns,
+                    "model": recorded.model,
+                    "updated": recorded.updated,
+                    "usage": recorded.spent.usage,
+                    "costUsd": recorded.spent.cost_usd,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::Value::Array(listed))?;
+        return Ok(0);
+    }
+    if sessions.is_empty() {
+        writeln!(out, "no sessions on {}", workspace.root.display())?;
+        return Ok(0);
+    }
+    for recorded in &sessions {
+        let shown: String = title(recorded).chars().take(48).collect();
+        writeln!(
+            out,
+            "{:<22} {:<11} {:>2} turns  ${:<7.4} {:<28} {}",
+            recorded.session_id,
+            state(recorded),
+            recorded.turns,
+            recorded.spent.cost_usd,
+            recorded.model,
+            shown
+        )?;
+    }
+    Ok(0)
 }
 
 /// `wright exec --undo`.

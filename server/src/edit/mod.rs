@@ -13,6 +13,7 @@ pub mod apply;
 pub mod checkpoint;
 pub mod format;
 pub mod gate;
+pub mod hunks;
 pub mod locate;
 pub mod plan;
 #[cfg(test)]

@@ -74,7 +74,11 @@ impl ChatModel for AnthropicClient {
             body: self.request_body(request),
             key: Some(self.key.expose().to_owned()),
         };
-        transport::spawn(self.http.clone(), self.settings.clone(), call, || {
+        let mut settings = self.settings.clone();
+        if request.single_attempt {
+            settings.max_attempts = 1;
+        }
+        transport::spawn(self.http.clone(), settings, call, || {
             Box::<AnthropicDecoder>::default()
         })
     }
@@ -168,13 +172,21 @@ pub fn request_body(model: &str, request: &Request) -> Vec<u8> {
     let mut messages: Vec<WireMessage> = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
         match message {
-            Message::User(text) => messages.push(WireMessage {
-                role: "user",
-                content: vec![Block::Text {
+            // A user's message after tool results (steering, a later turn's first message)
+            // joins their user turn: the roles alternate.
+            Message::User(text) => {
+                let block = Block::Text {
                     text,
                     cache_control: None,
-                }],
-            }),
+                };
+                match messages.last_mut() {
+                    Some(last) if last.role == "user" => last.content.push(block),
+                    _ => messages.push(WireMessage {
+                        role: "user",
+                        content: vec![block],
+                    }),
+                }
+            }
             Message::Assistant { text, tool_calls } => {
                 let mut content = Vec::with_capacity(tool_calls.len() + 1);
                 if !text.is_empty() {
@@ -619,6 +631,7 @@ mod tests {
             },
             cache_key: Some("ignored".into()),
             prediction: None,
+            single_attempt: false,
         };
         let body = String::from_utf8(request_body("claude-sonnet-4-5", &request)).unwrap();
         let expected = concat!(

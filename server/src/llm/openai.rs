@@ -75,7 +75,11 @@ impl ChatModel for OpenAiClient {
             body: self.request_body(request),
             key: self.key.as_ref().map(|key| key.expose().to_owned()),
         };
-        transport::spawn(self.http.clone(), self.settings.clone(), call, || {
+        let mut settings = self.settings.clone();
+        if request.single_attempt {
+            settings.max_attempts = 1;
+        }
+        transport::spawn(self.http.clone(), settings, call, || {
             Box::<OpenAiDecoder>::default()
         })
     }
@@ -578,6 +582,7 @@ mod tests {
             },
             cache_key: Some("session-1".into()),
             prediction: Some("fn main() {}".into()),
+            single_attempt: false,
         };
         let body = String::from_utf8(request_body("gpt-4.1", &request)).unwrap();
         assert!(body.starts_with(

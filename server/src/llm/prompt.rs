@@ -35,6 +35,7 @@ impl Transcript {
                 sampling,
                 cache_key,
                 prediction: None,
+                single_attempt: false,
             },
             rewrites: 0,
         }
@@ -42,6 +43,12 @@ impl Transcript {
 
     pub fn push(&mut self, message: Message) {
         self.base.messages.push(message);
+    }
+
+    /// The tools offered from the next request on (a mode switch); the prefix changes with
+    /// them, so this is for the rare switch, not per step.
+    pub fn set_tools(&mut self, tools: Vec<ToolSchema>) {
+        self.base.tools = tools;
     }
 
     pub fn messages(&self) -> &[Message] {

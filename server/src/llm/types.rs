@@ -91,6 +91,8 @@ pub struct Request {
     /// The expected output, for whole-file rewrites (OpenAI's predicted outputs). Sent only to
     /// models that support it, and only without tools (OpenAI refuses the two together).
     pub prediction: Option<String>,
+    /// A side call that is a nicety (a session's title): one attempt, never retried.
+    pub single_attempt: bool,
 }
 
 /// Why the model stopped.

@@ -14,8 +14,8 @@ mod transport;
 
 use tower_lsp_server::LspService;
 use wright_protocol::{
-    AgentCancel, AgentRun, Context, EditsAccept, EditsReject, Request, Sessions, Status, Undo,
-    ViewFileText,
+    AgentCancel, AgentPrompt, AgentRun, Context, EditsAccept, EditsReject, Request,
+    SessionConfigure, Sessions, Status, Undo, ViewFileText,
 };
 
 pub use server::ServerOptions;
@@ -28,6 +28,8 @@ pub async fn run_stdio(options: ServerOptions) -> i32 {
         .custom_method(ViewFileText::METHOD, server::Backend::view_file_text)
         .custom_method(Context::METHOD, server::Backend::context_request)
         .custom_method(AgentRun::METHOD, server::Backend::agent_run)
+        .custom_method(AgentPrompt::METHOD, server::Backend::agent_prompt)
+        .custom_method(SessionConfigure::METHOD, server::Backend::session_configure)
         .custom_method(AgentCancel::METHOD, server::Backend::agent_cancel)
         .custom_method(Sessions::METHOD, server::Backend::sessions)
         .custom_method(Undo::METHOD, server::Backend::undo)

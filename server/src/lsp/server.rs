@@ -16,9 +16,11 @@ use tower_lsp_server::ls_types as lsp;
 use tower_lsp_server::{Client, LanguageServer};
 use wright_protocol as proto;
 
-use super::agent::{Agents, Earlier, EditCapabilities, Start};
+use super::agent::{Agents, Ask, Earlier, EditCapabilities, Editor, Place};
 use super::convert;
 use super::indexing::Indexes;
+use crate::agent::conversation::{Mode, UserMessage};
+use crate::agent::launch::Begin;
 use crate::buffers::{Buffers, Document, DocumentKey, VersionOrder};
 use crate::config::{self, Config, Layers};
 
@@ -63,6 +65,38 @@ fn own_dir(dir: Result<PathBuf, config::NoPrivateDir>) -> RpcResult<PathBuf> {
         message: err.to_string().into(),
         data: None,
     })
+}
+
+/// A session the agent could not open or continue, with its reason.
+fn session_refused(message: String) -> RpcError {
+    RpcError {
+        code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32002),
+        message: message.into(),
+        data: None,
+    }
+}
+
+/// `applyMode`: whether edits are held for review.
+fn apply_mode(text: &str) -> RpcResult<bool> {
+    match text {
+        "auto" => Ok(false),
+        "review" => Ok(true),
+        other => Err(RpcError::invalid_params(format!(
+            "applyMode {other:?}: expected \"auto\" or \"review\""
+        ))),
+    }
+}
+
+fn mode_of(text: &str) -> RpcResult<Mode> {
+    Mode::parse(text).map_err(RpcError::invalid_params)
+}
+
+fn range_start(range: proto::Range) -> lsp::Position {
+    lsp::Position::new(range.start.line, range.start.character)
+}
+
+fn range_end(range: proto::Range) -> lsp::Position {
+    lsp::Position::new(range.end.line, range.end.character)
 }
 
 /// The cache folder the indexes use: the user's, or (no `HOME`) a fresh one of this process,
@@ -437,21 +471,111 @@ impl Backend {
         announce: bool,
     ) -> RpcResult<proto::AgentRunResult> {
         let review = match params.apply_mode.as_deref() {
-            None | Some("auto") => false,
-            Some("review") => true,
-            Some(other) => {
-                return Err(RpcError::invalid_params(format!(
-                    "applyMode {other:?}: expected \"auto\" or \"review\""
-                )));
-            }
+            None => false,
+            Some(mode) => apply_mode(mode)?,
         };
+        let mode = params.mode.as_deref().map(mode_of).transpose()?;
         if params.task.trim().is_empty() && params.session_id.is_none() {
             return Err(RpcError::invalid_params("the task is empty"));
         }
-        let data_dir = own_dir(config::data_dir(&process_env))?;
-        let cache_dir = own_dir(config::cache_dir(&process_env))?;
+        let place = self.place(params.text_document.as_ref(), params.range)?;
+        let ask = Ask {
+            begin: match &params.session_id {
+                Some(id) => Begin::Resume(id),
+                None => Begin::Task(&params.task),
+            },
+            model: params.model.as_deref(),
+            mode,
+            review,
+            announce,
+        };
+        let joined = self
+            .agents
+            .start(self.editor(), place, ask)
+            .map_err(session_refused)?;
+        Ok(proto::AgentRunResult {
+            session_id: joined.session_id,
+        })
+    }
+
+    /// `wright/agentPrompt`.
+    pub async fn agent_prompt(
+        &self,
+        params: proto::AgentPromptParams,
+    ) -> RpcResult<proto::AgentPromptResult> {
+        let mode = params.mode.as_deref().map(mode_of).transpose()?;
+        let place = self.place(params.text_document.as_ref(), params.range)?;
+        let message = UserMessage {
+            text: params.message,
+            focus: place.focus.clone(),
+            images: params
+                .images
+                .unwrap_or_default()
+                .into_iter()
+                .map(|image| crate::agent::conversation::Image {
+                    media_type: image.media_type,
+                    data: image.data,
+                })
+                .collect(),
+        };
+        let joined = self
+            .agents
+            .prompt(
+                self.editor(),
+                place,
+                &params.session_id,
+                message,
+                mode,
+                params.model.as_deref(),
+            )
+            .map_err(session_refused)?;
+        Ok(proto::AgentPromptResult {
+            session_id: joined.session_id,
+            turn: joined.turn,
+        })
+    }
+
+    /// `wright/sessionConfigure`.
+    pub async fn session_configure(
+        &self,
+        params: proto::SessionConfigureParams,
+    ) -> RpcResult<proto::SessionConfigureResult> {
+        let mode = params.mode.as_deref().map(mode_of).transpose()?;
+        let review = params.apply_mode.as_deref().map(apply_mode).transpose()?;
+        self.agents
+            .configure(&params.session_id, mode, params.model.as_deref(), review)
+            .map_err(session_refused)?;
+        Ok(proto::SessionConfigureResult {})
+    }
+
+    /// What the editor offers a session.
+    fn editor(&self) -> Editor {
+        let capabilities = self.capabilities();
+        Editor {
+            client: self.client.clone(),
+            buffers: Arc::clone(&self.buffers),
+            edit_capabilities: self.edit_capabilities(),
+            progress: capabilities
+                .and_then(|caps| caps.window.as_ref())
+                .and_then(|window| window.work_done_progress)
+                == Some(true),
+            approval_requests: capabilities
+                .and_then(|caps| caps.experimental.as_ref())
+                .and_then(|experimental| experimental.get("wrightRequestApproval"))
+                .and_then(Value::as_bool)
+                == Some(true),
+        }
+    }
+
+    /// Where a session on `document` works: the workspace folder holding it (the first
+    /// otherwise), its configuration and index, and the user's file and selection.
+    fn place(
+        &self,
+        document: Option<&proto::TextDocumentIdentifier>,
+        range: Option<proto::Range>,
+    ) -> RpcResult<Place> {
         let uri =
-            match &params.text_document {
+            match document {
                 Some(document) => Some(document.uri.parse::<lsp::Uri>().map_err(|_| {
                     RpcError::invalid_params(format!("not a URI: {}", document.uri))
                 })?),
@@ -473,73 +597,21 @@ impl Backend {
             .for_document(path.as_deref())
             .map(|(index, _)| index)
             .filter(|index| index.root() == root);
-        let mut focus = crate::agent::prompt::EditorFocus {
-            path: path
-                .as_ref()
-                .filter(|path| convert::is_in(&root, path))
-                .map(|path| crate::workspace::relative_path(&root, path)),
-            selection: None,
-        };
-        if let (Some(uri), Some(range)) = (&uri, params.range) {
-            let buffers = lock(&self.buffers);
-            if let Some(document) = buffers.get(&convert::document_key(uri)) {
-                let offset = |p: proto::Position| {
-                    crate::buffers::position_to_offset(
-                        document.text(),
-                        crate::buffers::Position::new(p.line, p.character),
-                        buffers.encoding(),
-                    )
-                };
-                let (start, end) = (offset(range.start), offset(range.end));
-                if start < end {
-                    let text = document.text().byte_slice(start..end).to_string();
-                    focus.selection = Some((range.start.line + 1, range.end.line + 1, text));
-                }
-            }
-        }
-        let capabilities = self.capabilities();
-        let start = Start {
-            client: self.client.clone(),
-            buffers: Arc::clone(&self.buffers),
-            walk: crate::workspace::WalkOptions {
-                max_file_size: config
-                    .get_u64("index.max_file_size")
-                    .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
-                ..Default::default()
-            },
+        let selection = uri.as_ref().zip(range).and_then(|(uri, range)| {
+            let text = lock(&self.buffers).text_in(
+                &convert::document_key(uri),
+                convert::position(range_start(range)),
+                convert::position(range_end(range)),
+            )?;
+            Some(((range.start.line + 1, range.end.line + 1), text))
+        });
+        let focus = crate::agent::prompt::EditorFocus::in_root(&root, path.as_deref(), selection);
+        Ok(Place {
             root,
             config,
             index,
             focus,
-            edit_capabilities: self.edit_capabilities(),
-            progress: capabilities
-                .and_then(|caps| caps.window.as_ref())
-                .and_then(|window| window.work_done_progress)
-                == Some(true),
-            data_dir,
-            review,
-            cache_dir,
-            approval_requests: capabilities
-                .and_then(|caps| caps.experimental.as_ref())
-                .and_then(|experimental| experimental.get("wrightRequestApproval"))
-                .and_then(Value::as_bool)
-                == Some(true),
-            announce,
-        };
-        let session_id = self
-            .agents
-            .start(
-                start,
-                params.task,
-                params.model.as_deref(),
-                params.session_id.as_deref(),
-            )
-            .map_err(|message| RpcError {
-                code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32002),
-                message: message.into(),
-                data: None,
-            })?;
-        Ok(proto::AgentRunResult { session_id })
+        })
     }
 
     /// `wright/agentCancel`.
@@ -566,22 +638,29 @@ impl Backend {
     /// `wright/editsAccept`: through `workspace/applyEdit`, so on a blocking thread.
     pub async fn edits_accept(
         &self,
-        params: proto::SessionParams,
+        params: proto::ReviewParams,
     ) -> RpcResult<proto::ReviewResult> {
-        self.review(params.session_id, true).await
+        self.review(params, true).await
     }
 
     /// `wright/editsReject`.
     pub async fn edits_reject(
         &self,
-        params: proto::SessionParams,
+        params: proto::ReviewParams,
     ) -> RpcResult<proto::ReviewResult> {
-        self.review(params.session_id, false).await
+        self.review(params, false).await
     }
 
-    async fn review(&self, session_id: String, accept: bool) -> RpcResult<proto::ReviewResult> {
+    async fn review(
+        &self,
+        params: proto::ReviewParams,
+        accept: bool,
+    ) -> RpcResult<proto::ReviewResult> {
         let agents = Arc::clone(&self.agents);
-        on_blocking_thread("review", move || agents.review(&session_id, accept)).await
+        on_blocking_thread("review", move || {
+            agents.review(&params.session_id, accept, params.hunks.as_deref())
+        })
+        .await
     }
 
     /// `wright/undo`: through `workspace/applyEdit`, so on a blocking thread while the
@@ -985,6 +1064,7 @@ impl LanguageServer for Backend {
                         model: None,
                         apply_mode: None,
                         session_id: None,
+                        mode: None,
                     },
                     Some(object @ Value::Object(_)) => serde_json::from_value(object.clone())
                         .map_err(|err| RpcError::invalid_params(err.to_string()))?,
@@ -1003,6 +1083,30 @@ impl LanguageServer for Backend {
                     .and_then(Value::as_bool)
                     == Some(true);
                 let result = self.start_session(params, !shows_events).await?;
+                Ok(serde_json::to_value(result).ok())
+            }
+            proto::commands::AGENT_PROMPT => {
+                let Some(Value::String(message)) = params.arguments.first() else {
+                    return Err(RpcError::invalid_params(
+                        "wright.agent.prompt takes the message as its argument",
+                    ));
+                };
+                let session_id = self.agents.last().ok_or_else(|| {
+                    RpcError::invalid_params(
+                        "no agent session to continue; start one with wright.agent.run",
+                    )
+                })?;
+                let result = self
+                    .agent_prompt(proto::AgentPromptParams {
+                        session_id,
+                        message: message.clone(),
+                        text_document: None,
+                        range: None,
+                        mode: None,
+                        model: None,
+                        images: None,
+                    })
+                    .await?;
                 Ok(serde_json::to_value(result).ok())
             }
             proto::commands::AGENT_CANCEL => {

@@ -115,6 +115,7 @@ fn context(root: &std::path::Path) -> Arc<ToolContext> {
         test_command: None,
         cancel: Cancel::new(),
         plan: Mutex::default(),
+        plan_mode: Default::default(),
     })
 }
 
@@ -142,6 +143,7 @@ fn session(
             begin: Begin::Task("read the library again and again"),
             model: None,
             id_prefix: "bench",
+            mode: None,
         },
         move |_, _, _| {
             Ok(agent::Models {

@@ -93,6 +93,7 @@ fn small_request() -> Request {
         sampling: Sampling::default(),
         cache_key: Some("bench".into()),
         prediction: None,
+        single_attempt: false,
     }
 }
 

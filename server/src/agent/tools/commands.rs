@@ -46,6 +46,21 @@ pub trait CommandRunner: Send + Sync {
         timeout: Duration,
         cancel: &Cancel,
     ) -> Result<CommandOutput, String>;
+
+    /// Runs `command` as [`CommandRunner::run`] does, where its writes are thrown away after
+    /// it (plan mode). A runner that cannot keep them apart refuses.
+    fn run_discarding(
+        &self,
+        command: &str,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<CommandOutput, String> {
+        let _ = (command, timeout, cancel);
+        Err(
+            "this session cannot run a command apart from the workspace; plan mode runs none"
+                .to_owned(),
+        )
+    }
 }
 
 pub(super) fn run_command(context: &ToolContext, args: &Args) -> ToolResult {
@@ -95,9 +110,12 @@ fn run(context: &ToolContext, command: &str, timeout: Duration) -> Result<Comman
         .commands
         .as_ref()
         .ok_or_else(|| Failure::Refused("commands cannot run in this session".to_owned()))?;
-    runner
-        .run(command, timeout, &context.cancel)
-        .map_err(|why| Failure::Refused(format!("{command}: could not run: {why}")))
+    let ran = if context.in_plan_mode() {
+        runner.run_discarding(command, timeout, &context.cancel)
+    } else {
+        runner.run(command, timeout, &context.cancel)
+    };
+    ran.map_err(|why| Failure::Refused(format!("{command}: could not run: {why}")))
 }
 
 /// The model's view of a finished command: its status first, then capped output; the whole

@@ -9,16 +9,19 @@
 
 mod commands;
 mod find;
+mod mentions;
 mod plan;
 mod read;
 mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value as Json, json};
 
 pub use commands::{CommandOutput, CommandRunner};
+pub use mentions::{Attachment, attachments};
 pub use plan::{PlanStep, StepStatus};
 pub use write::{EditTarget, Protection, check_inside};
 
@@ -46,6 +49,38 @@ pub struct ToolContext {
     pub cancel: Cancel,
     /// The plan the model keeps with `update_plan`.
     pub plan: Mutex<Vec<PlanStep>>,
+    /// Plan mode: only [`PLAN_TOOLS`] are offered and run, commands in a throw-away snapshot.
+    pub plan_mode: AtomicBool,
+}
+
+/// The tools of plan mode: they read, keep the plan, and run commands whose writes are
+/// thrown away.
+pub const PLAN_TOOLS: &[&str] = &[
+    "list_dir",
+    "read_file",
+    "grep",
+    "find_symbol",
+    "outline",
+    "find_references",
+    "read_artifact",
+    "update_plan",
+    "run_command",
+];
+
+impl ToolContext {
+    pub fn in_plan_mode(&self) -> bool {
+        self.plan_mode.load(Ordering::SeqCst)
+    }
+
+    pub fn set_plan_mode(&self, plan: bool) {
+        self.plan_mode.store(plan, Ordering::SeqCst);
+    }
+
+    /// Whether `spec` is offered now: commands need a runner, plan mode keeps to its tools.
+    fn offers(&self, spec: &Spec) -> bool {
+        (!spec.needs_commands || self.commands.is_some())
+            && (!self.in_plan_mode() || PLAN_TOOLS.contains(&spec.name))
+    }
 }
 
 /// What a tool call returns to the model.
@@ -308,11 +343,12 @@ fn object(required: &[&str], properties: Json) -> Json {
     })
 }
 
-/// The tools of a session, in their stable order (part of the cached prompt prefix).
+/// The tools of a session in its mode, in their stable order (part of the cached prompt
+/// prefix).
 pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
     SPECS
         .iter()
-        .filter(|spec| !spec.needs_commands || context.commands.is_some())
+        .filter(|spec| context.offers(spec))
         .map(|spec| ToolSchema {
             name: spec.name.to_owned(),
             description: spec.description.to_owned(),
@@ -328,13 +364,20 @@ pub fn is_read_only(name: &str) -> bool {
 
 /// Runs one tool call. Blocking: the agent runs it on a blocking thread.
 pub fn call(context: &ToolContext, call: &ToolCall) -> ToolOutput {
-    let available = |spec: &&Spec| !spec.needs_commands || context.commands.is_some();
+    let available = |spec: &&Spec| context.offers(spec);
     let Some(spec) = SPECS.iter().filter(available).find(|s| s.name == call.name) else {
         let names: Vec<&str> = SPECS.iter().filter(available).map(|s| s.name).collect();
+        let names = names.join(", ");
+        if context.in_plan_mode() && SPECS.iter().any(|s| s.name == call.name) {
+            return ToolOutput::error(format!(
+                "{:?} is not offered in plan mode, which changes no file: finish with the plan \
+                 (the user switches to code mode to carry it out); the tools are: {names}",
+                call.name
+            ));
+        }
         return ToolOutput::error(format!(
-            "unknown tool {:?}; the tools are: {}",
-            call.name,
-            names.join(", ")
+            "unknown tool {:?}; the tools are: {names}",
+            call.name
         ));
     };
     let arguments = match call

@@ -45,6 +45,7 @@ fn context(root: &Path, commands: Option<Arc<dyn CommandRunner>>) -> ToolContext
         test_command: None,
         cancel: Cancel::new(),
         plan: Mutex::new(Vec::new()),
+        plan_mode: Default::default(),
     }
 }
 

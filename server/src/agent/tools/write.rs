@@ -173,6 +173,17 @@ pub trait EditTarget: Send + Sync {
 
     /// Which paths the agent's edits may change only with the user's leave, and who is asked.
     fn protection(&self) -> &Protection;
+
+    /// What the user decided of the held proposals since the last call (hunks rejected), for
+    /// the model's next request; each note once.
+    fn take_review_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The proposals still held, one line each, listed to the model when a turn starts.
+    fn held(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 pub(super) fn edit(context: &ToolContext, args: &Args) -> ToolResult {

@@ -56,6 +56,7 @@ fn context(root: &Path, target: DiskTarget) -> ToolContext {
         test_command: None,
         cancel: Cancel::new(),
         plan: Mutex::new(Vec::new()),
+        plan_mode: Default::default(),
     }
 }
 

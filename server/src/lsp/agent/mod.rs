@@ -19,6 +19,7 @@ use tower_lsp_server::Client;
 use tower_lsp_server::ls_types as lsp;
 use wright_protocol as proto;
 
+use crate::agent::conversation::{Conversation, Mode, ModelSwitch, UserMessage};
 use crate::agent::launch::{self, Begin, Plan, Prepared};
 use crate::agent::sandboxed::SandboxRunner;
 use crate::agent::tools::ToolContext;
@@ -36,12 +37,15 @@ impl lsp::notification::Notification for AgentEventNotification {
     type Params = proto::AgentEventParams;
     const METHOD: &'static str = proto::AgentEvent::METHOD;
 }
-/// One session of this server.
+/// One session of this server: a conversation, running a turn or waiting for the next.
 struct Entry {
     id: String,
     task: String,
     cancel: Cancel,
     target: Arc<EditorTarget>,
+    conversation: Arc<Conversation>,
+    /// What the session works in, for a model switch's connection.
+    config: crate::config::Config,
     state: Mutex<EntryState>,
 }
 
@@ -50,6 +54,10 @@ struct EntryState {
     status: &'static str,
     steps: u32,
     files_changed: Vec<String>,
+    turn: u32,
+    title: Option<String>,
+    model: String,
+    cost_usd: f64,
 }
 
 /// The sessions of this server, oldest first.
@@ -58,55 +66,71 @@ pub struct Agents {
     sessions: Mutex<Vec<Arc<Entry>>>,
 }
 
-/// Everything a new session needs from the server.
-pub struct Start {
+/// What the editor offers every session: where edits go, and how the user is asked.
+#[derive(Clone)]
+pub struct Editor {
     pub client: Client,
     pub buffers: Arc<Mutex<Buffers>>,
+    /// What the client takes in a `workspace/applyEdit`.
+    pub edit_capabilities: EditCapabilities,
+    /// The client shows `$/progress`.
+    pub progress: bool,
+    /// The client declared `experimental.wrightRequestApproval`.
+    pub approval_requests: bool,
+}
+
+/// Where a session works: the workspace folder, its configuration and index, and where the
+/// user is in it.
+pub struct Place {
     pub root: PathBuf,
     pub config: crate::config::Config,
     pub index: Option<Arc<crate::index::Index>>,
-    pub walk: crate::workspace::WalkOptions,
     pub focus: agent::prompt::EditorFocus,
-    /// What the client takes in a `workspace/applyEdit`.
-    pub edit_capabilities: EditCapabilities,
-    pub progress: bool,
-    /// Where session journals go.
-    pub data_dir: PathBuf,
+}
+
+/// What the user asked for when opening a session.
+pub struct Ask<'a> {
+    pub begin: Begin<'a>,
+    pub model: Option<&'a str>,
+    pub mode: Option<Mode>,
     /// `applyMode: "review"`: hold the edits until `wright/editsAccept`.
     pub review: bool,
-    /// Where the sandbox's layers live.
-    pub cache_dir: PathBuf,
-    /// The client declared `experimental.wrightRequestApproval`.
-    pub approval_requests: bool,
-    /// Show the outcome with `window/showMessage` too (the session was started by the
-    /// `wright.agent.run` command, by a client that may read no `wright/agentEvent`).
+    /// Show each turn's outcome with `window/showMessage` too (the session was started by a
+    /// command, from a client that may read no `wright/agentEvent`).
     pub announce: bool,
 }
 
+/// What a message joined: the session and its turn.
+pub struct Joined {
+    pub session_id: String,
+    pub turn: u32,
+}
+
 impl Agents {
-    /// Starts a session on `task`, or (`resume`) takes up an interrupted one from its
-    /// journal, with its task and model; its id at once, the work in the background.
+    /// Opens a session: a new one on a task, an interrupted one taken up from its journal, or
+    /// the next turn of one an earlier server journaled; its id at once, the work in the
+    /// background.
     pub fn start(
         self: &Arc<Self>,
-        start: Start,
-        task: String,
-        model: Option<&str>,
-        resume: Option<&str>,
-    ) -> Result<String, String> {
+        editor: Editor,
+        place: Place,
+        ask: Ask<'_>,
+    ) -> Result<Joined, String> {
+        let env = |var: &str| std::env::var(var).ok();
+        let data_dir = crate::config::data_dir(&env).map_err(|e| e.to_string())?;
+        let cache_dir = crate::config::cache_dir(&env).map_err(|e| e.to_string())?;
         let prepared = Prepared::prepare(Plan {
-            config: &start.config,
-            root: &start.root,
-            data_dir: &start.data_dir,
-            begin: match resume {
-                Some(id) => Begin::Resume(id),
-                None => Begin::Task(&task),
-            },
-            model,
+            config: &place.config,
+            root: &place.root,
+            data_dir: &data_dir,
+            begin: ask.begin,
+            model: ask.model,
             id_prefix: "s",
+            mode: ask.mode,
         })?;
-        let (id, task) = (prepared.id.clone(), prepared.task.clone());
-        let gate = start
-            .config
+        let (id, task, turn) = (prepared.id.clone(), prepared.task.clone(), prepared.turn());
+        let config = &place.config;
+        let gate = config
             .get("edit.syntax_gate")
             .and_then(|value| value.parse().ok())
             .unwrap_or_default();
@@ -115,51 +139,58 @@ impl Agents {
         // One approver for the session: commands that need more than the sandbox allows and
         // edits of protected paths ask the user through it.
         let approver: Arc<dyn agent::sandboxed::Approver> = Arc::new(EditorApprover {
-            client: start.client.clone(),
+            client: editor.client.clone(),
             runtime: tokio::runtime::Handle::current(),
             session: id.clone(),
-            custom_request: start.approval_requests,
+            custom_request: editor.approval_requests,
             tool_events: tool_events.clone(),
         });
         let target = EditorTarget::new(
-            start.client.clone(),
-            Arc::clone(&start.buffers),
-            start.root.clone(),
+            editor.client.clone(),
+            Arc::clone(&editor.buffers),
+            place.root.clone(),
             gate,
-            start.edit_capabilities,
+            editor.edit_capabilities,
             tool_events.clone(),
         )
-        .protecting(
-            agent::tools::Protection::from_config(&start.config).asking(Arc::clone(&approver)),
-        )
-        .recording(checkpoint_log(&start.data_dir, &start.root, &id));
-        let target = Arc::new(if start.review {
-            target.reviewing()
-        } else {
-            target
-        });
+        .protecting(agent::tools::Protection::from_config(config).asking(Arc::clone(&approver)))
+        .recording(checkpoint_log(&data_dir, &place.root, &id));
+        target.set_reviewing(ask.review);
+        let target = Arc::new(target);
         let cancel = Cancel::new();
-        let sandbox = session_sandbox(&start, &id, &target, approver);
+        let sandbox = session_sandbox(&cache_dir, &place, &id, &target, approver);
         let tools = Arc::new(ToolContext {
-            root: start.root.clone(),
+            root: place.root.clone(),
             overlay: target.overlay(),
-            index: start.index.clone(),
-            walk: start.walk,
+            index: place.index.clone(),
+            walk: crate::workspace::WalkOptions {
+                max_file_size: config
+                    .get_u64("index.max_file_size")
+                    .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
+                ..Default::default()
+            },
             edits: target.clone(),
             commands: sandbox.as_ref().map(|(runner, _)| Arc::clone(runner) as _),
-            test_command: start.config.get("agent.test_command").map(str::to_owned),
+            test_command: config.get("agent.test_command").map(str::to_owned),
             cancel: cancel.clone(),
             plan: Mutex::default(),
+            plan_mode: Default::default(),
         });
         let entry = Arc::new(Entry {
             id: id.clone(),
             task: task.clone(),
             cancel,
             target,
+            conversation: prepared.conversation(),
+            config: place.config.clone(),
             state: Mutex::new(EntryState {
                 status: "running",
                 steps: 0,
                 files_changed: Vec::new(),
+                turn,
+                title: None,
+                model: prepared.models.decision.model.to_string(),
+                cost_usd: 0.0,
             }),
         });
         self.sessions
@@ -173,9 +204,9 @@ impl Agents {
         // thread inside the session's task, so `agentRun` answers at once and the runtime's
         // workers stay free for the editor's requests.
         let context = launch::Context {
-            index: start.index.clone(),
-            overlay: Arc::new(LiveBuffers(Arc::clone(&start.buffers))),
-            focus: start.focus.clone(),
+            index: place.index,
+            overlay: Arc::new(LiveBuffers(Arc::clone(&editor.buffers))),
+            focus: place.focus,
         };
         let session_id = id.clone();
         tokio::spawn(async move {
@@ -185,7 +216,7 @@ impl Agents {
                 return;
             };
             let mut session = opened.session(tools, events, Some(tool_inbox));
-            let _ = session.run().await;
+            session.converse().await;
             drop(session);
             // The session's snapshot layer goes back to the pool once nothing uses it.
             if let Some((runner, (pool, snapshot))) = sandbox {
@@ -195,35 +226,27 @@ impl Agents {
                 }
             }
         });
-        let client = start.client;
+        let client = editor.client;
         let reporter_entry = Arc::clone(&entry);
         tokio::spawn(async move {
-            let progress = if start.progress {
-                let token =
-                    lsp::ProgressToken::String(format!("wright/agent/{}", reporter_entry.id));
-                match client.create_work_done_progress(token.clone()).await {
-                    Ok(()) => Some(
-                        client
-                            .progress(token, "wright")
-                            .with_message(short(&reporter_entry.task))
-                            .begin()
-                            .await,
-                    ),
-                    Err(_) => None,
-                }
-            } else {
-                None
-            };
+            let mut progress = None;
             let mut seq = 0;
             while let Some(event) = received.recv().await {
                 seq += 1;
                 reporter_entry.observe(&event);
-                if let (true, AgentEvent::Finished { outcome }) = (start.announce, &event) {
+                if editor.progress && matches!(event, AgentEvent::Turn { .. }) {
+                    progress = begin_progress(&client, &reporter_entry).await;
+                }
+                if let (true, AgentEvent::Finished { outcome, .. }) = (ask.announce, &event) {
                     let (kind, message) = announcement(&reporter_entry.id, outcome);
                     client.show_message(kind, message).await;
                 }
                 if let (Some(progress), Some(message)) = (&progress, progress_message(&event)) {
                     progress.report(message).await;
+                }
+                if let (AgentEvent::Finished { .. }, Some(done)) = (&event, progress.take()) {
+                    let status = reporter_entry.state().status;
+                    done.finish_with_message(format!("wright: {status}")).await;
                 }
                 let event = match serde_json::to_value(&event) {
                     Ok(serde_json::Value::Object(map)) => map,
@@ -237,14 +260,67 @@ impl Agents {
                     })
                     .await;
             }
-            if let Some(progress) = progress {
-                let status = reporter_entry.state().status;
-                progress
-                    .finish_with_message(format!("wright: {status}"))
-                    .await;
-            }
         });
-        Ok(id)
+        Ok(Joined {
+            session_id: id,
+            turn,
+        })
+    }
+
+    /// The user's next message to session `id`: it steers the running turn, or starts the
+    /// next; a session this server does not hold is taken up from its journal.
+    pub fn prompt(
+        self: &Arc<Self>,
+        editor: Editor,
+        place: Place,
+        id: &str,
+        message: UserMessage,
+        mode: Option<Mode>,
+        model: Option<&str>,
+    ) -> Result<Joined, String> {
+        message.check()?;
+        let Some(entry) = self.find(Some(id)) else {
+            return self.start(
+                editor,
+                place,
+                Ask {
+                    begin: Begin::FollowUp(id, message),
+                    model,
+                    mode,
+                    review: false,
+                    announce: false,
+                },
+            );
+        };
+        entry.configure(mode, model)?;
+        let joined = entry.conversation.prompt(message);
+        Ok(Joined {
+            session_id: entry.id.clone(),
+            turn: joined.turn,
+        })
+    }
+
+    /// `wright/sessionConfigure`: from the session's next step on.
+    pub fn configure(
+        &self,
+        id: &str,
+        mode: Option<Mode>,
+        model: Option<&str>,
+        review: Option<bool>,
+    ) -> Result<(), String> {
+        let entry = self
+            .find(Some(id))
+            .ok_or_else(|| format!("no session {id:?} in this server; send it a message (wright/agentPrompt) to take it up"))?;
+        entry.configure(mode, model)?;
+        if let Some(review) = review {
+            entry.target.set_reviewing(review);
+        }
+        Ok(())
+    }
+
+    /// The last session of this server, for `wright.agent.prompt`.
+    pub fn last(&self) -> Option<String> {
+        self.find(None).map(|entry| entry.id.clone())
     }
 
     fn find(&self, id: Option<&str>) -> Option<Arc<Entry>> {
@@ -292,6 +368,10 @@ impl Agents {
                     .map(|o| o.files_changed.clone())
                     .unwrap_or_default(),
                 checkpoints: checkpoint_log(data_dir, root, &recorded.session_id).count() as u32,
+                title: recorded.title,
+                turns: recorded.turns,
+                model: recorded.model,
+                cost_usd: recorded.spent.cost_usd,
                 session_id: recorded.session_id,
                 task: recorded.task,
             })
@@ -305,13 +385,23 @@ impl Agents {
                 steps: state.steps,
                 files_changed: state.files_changed,
                 checkpoints: entry.target.checkpoints() as u32,
+                title: state.title,
+                turns: state.turn,
+                model: state.model,
+                cost_usd: state.cost_usd,
             }
         }));
         listed
     }
 
-    /// Applies (`accept`) or drops the edits session `id` holds for review. Blocking.
-    pub fn review(&self, id: &str, accept: bool) -> Result<proto::ReviewResult, String> {
+    /// Applies (`accept`) or drops the edits session `id` holds for review (the hunks
+    /// named, or all). Blocking.
+    pub fn review(
+        &self,
+        id: &str,
+        accept: bool,
+        hunks: Option<&[String]>,
+    ) -> Result<proto::ReviewResult, String> {
         let entry = self
             .find(Some(id))
             .ok_or_else(|| format!("no session {id:?}"))?;
@@ -320,12 +410,15 @@ impl Agents {
                 "session {id} applies its edits as it goes (applyMode \"auto\"); nothing is held"
             ));
         }
-        let files = if accept {
-            entry.target.accept().map_err(|err| {
+        let files = match (hunks, accept) {
+            (Some(hunks), _) => entry
+                .target
+                .pick_hunks(hunks, accept)
+                .map_err(|err| format!("nothing applied: {err}; the other hunks stay proposed"))?,
+            (None, true) => entry.target.accept().map_err(|err| {
                 format!("nothing applied: {err}; reject the edits, or run the task again")
-            })?
-        } else {
-            entry.target.reject()
+            })?,
+            (None, false) => entry.target.reject(),
         };
         Ok(proto::ReviewResult {
             session_id: entry.id.clone(),
@@ -428,10 +521,59 @@ impl Entry {
                     }
                 }
             }
-            AgentEvent::Finished { outcome } => state.status = status_name(outcome.status),
+            AgentEvent::Finished { outcome, .. } => state.status = status_name(outcome.status),
+            AgentEvent::Turn { turn, .. } => {
+                state.turn = *turn;
+                state.status = "running";
+            }
+            AgentEvent::Title { title } => state.title = Some(title.clone()),
+            AgentEvent::Model { model, .. } => state.model.clone_from(model),
+            AgentEvent::Usage {
+                cost_usd: Some(cost),
+                ..
+            } => state.cost_usd = *cost,
             _ => {}
         }
     }
+
+    /// Sets the mode and the model from the next step on; a model that cannot be connected
+    /// is refused here, with what to configure.
+    fn configure(&self, mode: Option<Mode>, model: Option<&str>) -> Result<(), String> {
+        let switch = match model {
+            Some(model) => {
+                let models = agent::Models::connect(&self.config, Some(model), &self.task)?;
+                Some(ModelSwitch {
+                    name: models.decision.model.to_string(),
+                    task: models.task,
+                })
+            }
+            None => None,
+        };
+        self.conversation.configure(mode, switch);
+        Ok(())
+    }
+}
+
+/// Starts a `$/progress` for the turn beginning, when the client takes it.
+async fn begin_progress(
+    client: &Client,
+    entry: &Entry,
+) -> Option<
+    tower_lsp_server::OngoingProgress<
+        tower_lsp_server::Unbounded,
+        tower_lsp_server::NotCancellable,
+    >,
+> {
+    let turn = entry.state().turn;
+    let token = lsp::ProgressToken::String(format!("wright/agent/{}/{turn}", entry.id));
+    client.create_work_done_progress(token.clone()).await.ok()?;
+    Some(
+        client
+            .progress(token, "wright")
+            .with_message(short(&entry.task))
+            .begin()
+            .await,
+    )
 }
 /// A session's command runner: a snapshot of the workspace from the pool, which receives the
 /// open buffers under the root (and, in review mode, the held proposals) before each command.
@@ -441,7 +583,8 @@ impl Entry {
     reason = "the runner and its buffer feed are returned together; a named type would be used once"
 )]
 fn session_sandbox(
-    start: &Start,
+    cache_dir: &Path,
+    place: &Place,
     session: &str,
     target: &Arc<EditorTarget>,
     approver: Arc<dyn agent::sandboxed::Approver>,
@@ -449,21 +592,21 @@ fn session_sandbox(
     Arc<SandboxRunner>,
     (Arc<crate::sandbox::Pool>, crate::sandbox::SharedSnapshot),
 )> {
-    let pool = agent::sandboxed::pool(&start.cache_dir)
+    let pool = agent::sandboxed::pool(cache_dir)
         .inspect_err(|err| tracing::warn!("session {session} runs no commands: {err}"))
         .ok()?;
     let snapshot = pool
-        .new_snapshot(&start.root)
+        .new_snapshot(&place.root)
         .inspect_err(|err| tracing::warn!("session {session} runs no commands: {err}"))
         .ok()?;
     let snapshot = Arc::new(Mutex::new(snapshot));
     let target = Arc::clone(target);
     let buffers: agent::sandboxed::BufferTexts = Box::new(move || target.texts_for_commands());
-    let runner = SandboxRunner::in_place(Arc::clone(&pool), &start.root)
+    let runner = SandboxRunner::in_place(Arc::clone(&pool), &place.root)
         .in_snapshot(Arc::clone(&snapshot), buffers)
-        .requiring_approval(agent::sandboxed::approval_patterns(&start.config))
-        .with_settings(crate::sandbox::policy::settings(&start.config))
-        .with_network(agent::sandboxed::NetworkPolicy::from_config(&start.config))
+        .requiring_approval(agent::sandboxed::approval_patterns(&place.config))
+        .with_settings(crate::sandbox::policy::settings(&place.config))
+        .with_network(agent::sandboxed::NetworkPolicy::from_config(&place.config))
         .with_approver(approver);
     Some((Arc::new(runner), (pool, snapshot)))
 }
@@ -520,7 +663,9 @@ fn progress_message(event: &AgentEvent) -> Option<String> {
                 None => name.clone(),
             })
         }
-        AgentEvent::Finished { outcome } => Some(format!("{:?}", outcome.status).to_lowercase()),
+        AgentEvent::Finished { outcome, .. } => {
+            Some(format!("{:?}", outcome.status).to_lowercase())
+        }
         _ => None,
     }
 }

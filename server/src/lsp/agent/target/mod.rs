@@ -147,8 +147,14 @@ pub struct EditorTarget {
     applied: Mutex<Vec<Checkpoint>>,
     /// Where `applied` is also kept, so undo outlives the server.
     log: Option<CheckpointLog>,
-    /// `applyMode: "review"`: edits are held here until accepted or rejected.
-    review: Option<Pending>,
+    /// Edits held for review, until accepted or rejected.
+    review: Pending,
+    /// `applyMode: "review"` (switchable between steps): edits go to `review`.
+    reviewing: std::sync::atomic::AtomicBool,
+    /// Numbers the hunks of proposals, so their ids are unique in the session.
+    hunk_counter: std::sync::atomic::AtomicU64,
+    /// What the user rejected of the proposals, for the model's next request.
+    notes: Mutex<Vec<String>>,
     /// Where the session hears of edits applied, refused and proposed.
     tool_events: ToolEvents,
     /// `.git`, `.wright`, `sandbox.protected`: written only once the user allowed it.
@@ -174,7 +180,10 @@ impl EditorTarget {
             capabilities,
             applied: Mutex::new(Vec::new()),
             log: None,
-            review: None,
+            review: Pending::default(),
+            reviewing: Default::default(),
+            hunk_counter: Default::default(),
+            notes: Mutex::default(),
             tool_events,
             protection: Protection::default(),
         }
@@ -199,23 +208,25 @@ impl EditorTarget {
         self
     }
 
-    /// Holds edits for review instead of applying them.
-    pub fn reviewing(mut self) -> Self {
-        self.review = Some(Pending::default());
-        self
+    /// Holds edits for review (`true`) or applies them (`false`) from now on; what is held
+    /// stays held until accepted or rejected.
+    pub fn set_reviewing(&self, reviewing: bool) {
+        self.reviewing
+            .store(reviewing, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// The overlay a session on this target reads through.
+    fn is_reviewing(&self) -> bool {
+        self.reviewing.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The overlay a session on this target reads through: its held proposals over the live
+    /// buffers.
     pub fn overlay(&self) -> Arc<dyn Overlay + Send + Sync> {
-        let live = LiveBuffers(Arc::clone(&self.buffers));
-        match &self.review {
-            Some(pending) => Arc::new(ReviewOverlay {
-                root: self.root.clone(),
-                pending: Arc::clone(pending),
-                live,
-            }),
-            None => Arc::new(live),
-        }
+        Arc::new(ReviewOverlay {
+            root: self.root.clone(),
+            pending: Arc::clone(&self.review),
+            live: LiveBuffers(Arc::clone(&self.buffers)),
+        })
     }
 
     /// The file as the editor and the disk have it, proposals aside.
@@ -888,8 +899,11 @@ fn file_uri(path: &Path) -> Result<lsp::Uri, EditError> {
 
 impl FileSource for EditorTarget {
     fn state(&self, path: &Path) -> Result<FileState, EditError> {
-        if let Some(pending) = &self.review
-            && let Some(proposal) = pending.lock().unwrap_or_else(|e| e.into_inner()).get(path)
+        if let Some(proposal) = self
+            .review
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
         {
             return Ok(match &proposal.proposed {
                 Some(text) => FileState::File(Versioned {
@@ -915,8 +929,8 @@ impl EditTarget for EditorTarget {
     }
 
     fn apply(&self, plan: &Plan) -> Result<(), EditError> {
-        if let Some(pending) = &self.review {
-            return self.propose(pending, plan);
+        if self.is_reviewing() {
+            return self.propose(plan);
         }
         let paths = relative_names(plan.files.iter().map(|file| &file.path));
         if let Err(err) = self.apply_unrecorded(plan) {
@@ -937,6 +951,14 @@ impl EditTarget for EditorTarget {
 
     fn protection(&self) -> &Protection {
         &self.protection
+    }
+
+    fn take_review_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn held(&self) -> Vec<String> {
+        self.held_summary()
     }
 }
 
