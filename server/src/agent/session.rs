@@ -776,15 +776,15 @@ impl Session {
         if status != FinalStatus::Done {
             self.conversation.stop_turn();
         }
-        let outcome = Outcome {
+        // `run` journals it and says so, once the title had its chance.
+        Outcome {
             status,
             message,
             reason,
             steps: self.steps,
             files_changed: self.changed.iter().cloned().collect(),
             usage: self.usage,
-        };
-        outcome
+        }
     }
 }
 
