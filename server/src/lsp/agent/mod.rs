@@ -244,7 +244,9 @@ impl Agents {
                 if let (Some(progress), Some(message)) = (&progress, progress_message(&event)) {
                     progress.report(message).await;
                 }
-                if let (AgentEvent::Finished { .. }, Some(done)) = (&event, progress.take()) {
+                if matches!(event, AgentEvent::Finished { .. })
+                    && let Some(done) = progress.take()
+                {
                     let status = reporter_entry.state().status;
                     done.finish_with_message(format!("wright: {status}")).await;
                 }
@@ -565,7 +567,12 @@ async fn begin_progress(
     >,
 > {
     let turn = entry.state().turn;
-    let token = lsp::ProgressToken::String(format!("wright/agent/{}/{turn}", entry.id));
+    // The first turn's token is the session's (`wright/agent/<id>`); later turns add theirs.
+    let token = match turn {
+        1 => format!("wright/agent/{}", entry.id),
+        turn => format!("wright/agent/{}/{turn}", entry.id),
+    };
+    let token = lsp::ProgressToken::String(token);
     client.create_work_done_progress(token.clone()).await.ok()?;
     Some(
         client
