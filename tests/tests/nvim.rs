@@ -400,3 +400,74 @@ fn cancel_stops_a_running_session() {
     };
     assert_eq!(provider.requests().len(), 1);
 }
+
+/// The names of the tools request `index` offered.
+fn offered_tools(provider: &ScriptedProvider, index: usize) -> Vec<String> {
+    provider.requests()[index].json()["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_chat_buffer_shows_the_conversation_and_sends_follow_ups() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["The plan: make add ", "wrap."]),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &edit_turn("e1", "    a + b\n", "    a.wrapping_add(b)\n"),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["It wraps."])));
+    let Some(_run) = run_lua("chat", &provider) else {
+        return;
+    };
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(!offered_tools(&provider, 0).contains(&"edit".to_owned()), "the plan turn");
+    assert!(offered_tools(&provider, 1).contains(&"edit".to_owned()), "code mode again");
+    let second = requests[1].body_text();
+    assert!(second.contains("The plan: make add wrap."), "the history");
+    assert!(second.contains("now make add wrap around"), "the follow-up");
+    assert!(requests[3].body_text().contains("explain it"));
+}
+
+#[test]
+fn review_per_hunk_accepts_one_in_diff_mode_and_the_model_hears_of_the_other() {
+    let provider = ScriptedProvider::start();
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::default().tool_call(
+            "m1",
+            "multi_edit",
+            &json!({"path": "src/lib.rs", "edits": [
+                {"old_string": "    a + b\n", "new_string": "    a.wrapping_add(b)\n"},
+                {"old_string": "    if b == 0 { None } else { Some(a / b) }\n", "new_string": "    a.checked_div(b)\n"}
+            ]})
+            .to_string(),
+        ),
+    ));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Proposed both."]),
+    ));
+    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Understood."])));
+    let Some(_run) = run_lua("review_hunks", &provider) else {
+        return;
+    };
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    let last = requests[2].body_text();
+    assert!(
+        last.contains("the user rejected these proposed changes") && last.contains("checked_div"),
+        "{last}"
+    );
+}

@@ -10,8 +10,16 @@ local function wright()
 end
 
 vim.api.nvim_create_user_command('Wright', function(opts)
-  wright().run(opts.args, opts)
-end, { nargs = '*', range = true, desc = 'wright: run the agent on a task (the selection as context)' })
+  wright().command(opts.args, opts)
+end, {
+  nargs = '*',
+  range = true,
+  desc = 'wright: the chat (no task), or run the agent on a task (the selection as context); `plan TASK` in plan mode',
+})
+
+vim.api.nvim_create_user_command('WrightPrompt', function(opts)
+  wright().prompt(opts.args)
+end, { nargs = '+', desc = 'wright: a follow-up message to the current session' })
 
 vim.api.nvim_create_user_command('WrightCancel', function(opts)
   wright().cancel(opts.args ~= '' and opts.args or nil)
@@ -30,8 +38,8 @@ vim.api.nvim_create_user_command('WrightStatus', function()
 end, { desc = 'wright: what the server holds and how it is configured' })
 
 vim.api.nvim_create_user_command('WrightReview', function(opts)
-  wright().review(opts.args ~= '' and opts.args or nil)
-end, { nargs = '?', desc = "wright: show a review session's proposed edits as a diff" })
+  wright().review_hunks(opts.args ~= '' and opts.args or nil)
+end, { nargs = '?', desc = "wright: each proposed edit in diff mode; ga/gr accept/reject the hunk under the cursor" })
 
 vim.api.nvim_create_user_command('WrightAccept', function(opts)
   wright().review_decision(true, opts.args ~= '' and opts.args or nil)

@@ -269,6 +269,12 @@ impl Opened {
                 message: prepared.task.clone(),
             });
         }
+        // Code is the default a client assumes; plan mode is said from the start.
+        if prepared.mode == Mode::Plan {
+            let _ = events.send(AgentEvent::Mode {
+                mode: Mode::Plan.name().to_owned(),
+            });
+        }
         let mut session = Session::new(Setup {
             id: prepared.id,
             model_name: prepared.models.decision.model.to_string(),

@@ -252,6 +252,14 @@ local function command_range(opts, bufnr, client)
   return { start = position(opts.line1, 0), ['end'] = position(opts.line2, #last_line) }
 end
 
+local function review_target(session_id)
+  session_id = session_id or ui.current
+  if not session_id then
+    ui.notify('no session to review', vim.log.levels.WARN)
+  end
+  return session_id
+end
+
 --- Starts a session on `task` (the current buffer and the range as context).
 function M.run(task, opts)
   local client = need_client()
@@ -266,15 +274,19 @@ function M.run(task, opts)
     end
     local params = {
       task = text,
-      textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+      textDocument = vim.bo[bufnr].buftype == '' and { uri = vim.uri_from_bufnr(bufnr) } or nil,
       range = range,
       applyMode = (opts and opts.apply_mode) or config.apply_mode,
       model = opts and opts.model or nil,
+      mode = opts and opts.mode or nil,
     }
     call(client, 'wright/agentRun', params, function(result)
       ui.session(result.sessionId).task = text
       ui.set_current(result.sessionId)
       ui.notify(string.format('%s started: %s', result.sessionId, text))
+      if opts and opts.on_started then
+        opts.on_started(result.sessionId)
+      end
     end)
   end
   if task and vim.trim(task) ~= '' then
@@ -282,6 +294,101 @@ function M.run(task, opts)
   else
     vim.ui.input({ prompt = 'Wright task: ' }, start)
   end
+end
+
+--- The user's next message to a session (`opts.session`, else the chat's or the current one):
+--- it steers the running turn, or starts the next (`wright/agentPrompt`). `opts.mode` and
+--- `opts.model` apply from this turn on.
+function M.prompt(message, opts)
+  opts = opts or {}
+  local client = need_client()
+  local session_id = opts.session or require('wright.chat').session_of() or ui.current
+  if not client then
+    return
+  end
+  if not session_id then
+    ui.notify('no session to continue: start one with :Wright <task>', vim.log.levels.WARN)
+    return
+  end
+  if not message or vim.trim(message) == '' then
+    return
+  end
+  local params = { sessionId = session_id, message = message, mode = opts.mode, model = opts.model }
+  call(client, 'wright/agentPrompt', params, function(result)
+    local session = ui.session(result.sessionId)
+    session.status = 'running'
+    ui.set_current(result.sessionId)
+  end)
+end
+
+--- Sets the current session's mode (`code`, `plan`) from its next step on.
+function M.configure(settings, session_id)
+  local client = need_client()
+  session_id = session_id or require('wright.chat').session_of() or ui.current
+  if not client or not session_id then
+    return
+  end
+  local params = vim.tbl_extend('force', { sessionId = session_id }, settings)
+  call(client, 'wright/sessionConfigure', params, function()
+    ui.notify(string.format('%s: %s', session_id, vim.inspect(settings, { newline = ' ', indent = '' })))
+  end)
+end
+
+--- `:Wright [plan|code] [task]`: without a task or a range, opens the chat (`plan`/`code` alone
+--- switch the current session's mode); with a task (or a range, which asks for it), starts a
+--- session on it.
+function M.command(args, opts)
+  local words = vim.split(vim.trim(args or ''), '%s+', { trimempty = true })
+  local mode = (words[1] == 'plan' or words[1] == 'code') and table.remove(words, 1) or nil
+  local task = table.concat(words, ' ')
+  if task == '' and mode then
+    require('wright.chat').set_mode(mode)
+    if ui.current then
+      M.configure({ mode = mode })
+    end
+    return
+  end
+  -- A range with no task asks for the task (the selection goes with it).
+  if task == '' and (not opts or (opts.range or 0) == 0) then
+    M.chat(nil, mode)
+    return
+  end
+  M.run(task, vim.tbl_extend('force', opts or {}, { mode = mode }))
+end
+
+--- Opens the chat of `session_id` (the current session; a new chat when there is none).
+function M.chat(session_id, mode)
+  if not need_client() then
+    return
+  end
+  return require('wright.chat').open(session_id or ui.current, mode)
+end
+
+--- Accepts or rejects the hunks `ids` of a review session; `on_done` after the answer.
+function M.hunks_decision(accept, session_id, ids, on_done)
+  local client = need_client()
+  if not client then
+    return
+  end
+  local method = accept and 'wright/editsAccept' or 'wright/editsReject'
+  call(client, method, { sessionId = session_id, hunks = ids }, function(result)
+    if on_done then
+      on_done(result)
+    end
+  end)
+end
+
+--- Opens each proposal of a review session in diff mode, per hunk (see wright/review.lua).
+function M.review_hunks(session_id)
+  session_id = review_target(session_id)
+  if not session_id then
+    return
+  end
+  local views, paths = require('wright.review').open_all(session_id)
+  if #paths == 0 then
+    ui.notify(session_id .. ' holds no proposed edits')
+  end
+  return views, paths
 end
 
 --- Cancels `session_id` (by default the current session, else every running one).
@@ -311,14 +418,6 @@ function M.undo(session_id, checkpoint)
     local files = #result.files > 0 and table.concat(result.files, ', ') or 'nothing to restore'
     ui.notify(string.format('undid %s: %s', result.sessionId, files))
   end)
-end
-
-local function review_target(session_id)
-  session_id = session_id or ui.current
-  if not session_id then
-    ui.notify('no session to review', vim.log.levels.WARN)
-  end
-  return session_id
 end
 
 --- Applies (accept) or drops the edits a review session holds.

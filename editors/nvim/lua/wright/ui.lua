@@ -73,6 +73,8 @@ local function log_lines(session, event)
     return { string.format('[%s] step %d: the answer was cut (%s); asking again', session.id, event.step, event.reason or '') }
   elseif kind == 'model' then
     return { string.format('[%s] model %s (%s)', session.id, event.model, event.reason or '') }
+  elseif kind == 'turn' then
+    return { string.format('[%s] turn %d: %s', session.id, event.turn, short(event.message, 100)) }
   elseif kind == 'finished' then
     local outcome = event.outcome or {}
     local lines = { string.format('[%s] %s after %d steps', session.id, outcome.status, outcome.steps or 0) }
@@ -226,11 +228,16 @@ function M.on_event(params)
     -- The partial answer of this step is void: it streams again from the start.
     session.text = ''
   elseif event.kind == 'editProposed' then
-    session.proposals[event.path] = { before = event.before, after = event.after }
+    session.proposals[event.path] = { before = event.before, after = event.after, hunks = event.hunks or {} }
+  elseif event.kind == 'turn' then
+    session.status = 'running'
+  elseif event.kind == 'title' then
+    session.title = event.title
   elseif event.kind == 'finished' then
     local outcome = event.outcome or {}
     session.status = outcome.status or 'done'
     session.outcome = outcome
+    session.finished_turn = event.turn
     session.end_shown = false
     local level = outcome.status == 'failed' and vim.log.levels.ERROR or vim.log.levels.INFO
     local message = outcome.message and outcome.message ~= '' and outcome.message or outcome.reason or ''
@@ -246,6 +253,10 @@ function M.on_event(params)
   local lines = log_lines(session, event)
   if lines then
     append_log(lines)
+  end
+  require('wright.chat').on_event(params)
+  if event.kind == 'editProposed' then
+    require('wright.review').on_proposal(params.sessionId, event.path)
   end
   refresh()
 end
