@@ -408,7 +408,12 @@ fn offered_tools(provider: &ScriptedProvider, index: usize) -> Vec<String> {
         .map(|tools| {
             tools
                 .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_owned())
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -432,8 +437,14 @@ fn the_chat_buffer_shows_the_conversation_and_sends_follow_ups() {
     };
     let requests = provider.requests();
     assert_eq!(requests.len(), 4);
-    assert!(!offered_tools(&provider, 0).contains(&"edit".to_owned()), "the plan turn");
-    assert!(offered_tools(&provider, 1).contains(&"edit".to_owned()), "code mode again");
+    assert!(
+        !offered_tools(&provider, 0).contains(&"edit".to_owned()),
+        "the plan turn"
+    );
+    assert!(
+        offered_tools(&provider, 1).contains(&"edit".to_owned()),
+        "code mode again"
+    );
     let second = requests[1].body_text();
     assert!(second.contains("The plan: make add wrap."), "the history");
     assert!(second.contains("now make add wrap around"), "the follow-up");
@@ -459,7 +470,10 @@ fn review_per_hunk_accepts_one_in_diff_mode_and_the_model_hears_of_the_other() {
         Dialect::OpenAi,
         &Turn::text(&["Proposed both."]),
     ));
-    provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Understood."])));
+    provider.push(Reply::stream(
+        Dialect::OpenAi,
+        &Turn::text(&["Understood."]),
+    ));
     let Some(_run) = run_lua("review_hunks", &provider) else {
         return;
     };
