@@ -264,6 +264,7 @@ fn plan_mode_offers_only_reading_tools_and_a_later_code_turn_carries_the_plan_ou
         (1, LIB.to_owned()),
         "a plan changes no file"
     );
+    drain(&mut editor);
 
     // Code mode carries it out.
     provider.push(call(
@@ -296,7 +297,7 @@ fn plan_mode_offers_only_reading_tools_and_a_later_code_turn_carries_the_plan_ou
 }
 
 #[test]
-fn a_model_switch_keeps_the_history_and_an_unknown_mode_is_refused() {
+fn a_model_switch_keeps_the_history_images_reach_the_model_and_bad_input_is_refused() {
     let dir = TempDir::new("conversation-switch");
     dir.write("ws/src/lib.rs", LIB);
     let provider = ScriptedProvider::start();
@@ -315,17 +316,18 @@ fn a_model_switch_keeps_the_history_and_an_unknown_mode_is_refused() {
         json!({"sessionId": session, "model": "openai/gpt-4.1-mini"}),
     );
     assert_eq!(configured, json!({}));
-    let image = editor.request_response(
-        "wright/agentPrompt",
-        json!({"sessionId": session, "message": "see this", "images": [{"mediaType": "image/png", "data": "iVBORw0KGgo="}]}),
-    );
-    let refusal = image["error"]["message"].as_str().unwrap_or_default();
-    assert!(refusal.contains("images cannot be attached yet"), "{image}");
     drain(&mut editor);
+    let refused = editor.request_response(
+        "wright/agentPrompt",
+        json!({"sessionId": session, "message": "see", "images": [{"mediaType": "image/tiff", "data": "AAAA"}]}),
+    );
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("image/png"), "{refused}");
     provider.push(text("Second."));
     editor.request(
         "wright/agentPrompt",
-        json!({"sessionId": session, "message": "again"}),
+        json!({"sessionId": session, "message": "again, with this screenshot",
+               "images": [{"mediaType": "image/png", "data": "iVBORw0KGgo="}]}),
     );
     let model = event(&mut editor, &session, "model");
     assert_eq!(model["model"], "openai/gpt-4.1-mini");
@@ -340,6 +342,12 @@ fn a_model_switch_keeps_the_history_and_an_unknown_mode_is_refused() {
     assert_eq!(
         &second["messages"].as_array().unwrap()[..history.len()],
         &history[..]
+    );
+    let asked = second["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        asked["content"][1],
+        json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}),
+        "{asked}"
     );
     drain(&mut editor);
     editor.shutdown();

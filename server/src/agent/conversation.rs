@@ -61,19 +61,54 @@ pub struct UserMessage {
     pub images: Vec<Image>,
 }
 
+/// The images one message may carry, and the most bytes (base64) of each.
+const MAX_IMAGES: usize = 4;
+const MAX_IMAGE_BASE64: usize = 7 * 1024 * 1024;
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
 impl UserMessage {
-    /// Whether the message can go to a model: not empty, and without images, which no
-    /// provider path of wright carries yet (refused, never dropped in silence).
-    pub fn check(&self) -> Result<(), String> {
-        if !self.images.is_empty() {
+    /// Whether the message can go to a model that takes images (`takes_images`) or not:
+    /// not empty, and its images of a kind and size providers take. A refusal says why;
+    /// nothing is dropped in silence.
+    pub fn check(&self, takes_images: bool) -> Result<(), String> {
+        if self.text.trim().is_empty() && self.images.is_empty() {
+            return Err("the message is empty".to_owned());
+        }
+        if self.images.is_empty() {
+            return Ok(());
+        }
+        if !takes_images {
             return Err(
-                "images cannot be attached yet: wright sends text only, to every \
-                        provider; describe the image or paste its text"
+                "this session's model takes no images (the local model reads text \
+                        only): switch to an OpenAI or Anthropic model, or describe the image"
                     .to_owned(),
             );
         }
-        if self.text.trim().is_empty() {
-            return Err("the message is empty".to_owned());
+        if self.images.len() > MAX_IMAGES {
+            return Err(format!(
+                "{} images: a message takes at most {MAX_IMAGES}",
+                self.images.len()
+            ));
+        }
+        for image in &self.images {
+            if !IMAGE_TYPES.contains(&image.media_type.as_str()) {
+                return Err(format!(
+                    "an image of type {:?}: expected one of {}",
+                    image.media_type,
+                    IMAGE_TYPES.join(", ")
+                ));
+            }
+            if image.data.len() > MAX_IMAGE_BASE64 {
+                return Err(format!(
+                    "an image of {} KiB (base64): at most {} KiB",
+                    image.data.len() / 1024,
+                    MAX_IMAGE_BASE64 / 1024
+                ));
+            }
+            let base64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+            if image.data.is_empty() || !image.data.bytes().all(base64) {
+                return Err("an image whose data is not base64".to_owned());
+            }
         }
         Ok(())
     }
@@ -91,6 +126,8 @@ pub struct ModelSwitch {
 pub struct Conversation {
     state: Mutex<State>,
     wake: Notify,
+    /// The model in use takes images (set by the session, and by a switch at once).
+    takes_images: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -124,7 +161,14 @@ impl Conversation {
                 ..State::default()
             }),
             wake: Notify::new(),
+            takes_images: Default::default(),
         })
+    }
+
+    /// Whether messages may carry images: the model in use takes them.
+    pub fn set_takes_images(&self, takes: bool) {
+        self.takes_images
+            .store(takes, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -132,7 +176,9 @@ impl Conversation {
     }
 
     /// Adds the user's message: queued for the running turn, or the start of the next.
-    pub fn prompt(&self, message: UserMessage) -> Joined {
+    /// Refused (with why) when it cannot go to the model in use.
+    pub fn prompt(&self, message: UserMessage) -> Result<Joined, String> {
+        message.check(self.takes_images.load(std::sync::atomic::Ordering::SeqCst))?;
         let mut state = self.lock();
         let steering = state.running;
         if !steering {
@@ -146,7 +192,7 @@ impl Conversation {
         };
         drop(state);
         self.wake.notify_one();
-        joined
+        Ok(joined)
     }
 
     /// Sets the mode and the model from the next step on (kept when `None`).
@@ -154,6 +200,9 @@ impl Conversation {
         let mut state = self.lock();
         if mode.is_some() {
             state.mode = mode;
+        }
+        if let Some(switch) = &model {
+            self.set_takes_images(switch.task.takes_images());
         }
         if model.is_some() {
             state.model = model;
@@ -230,6 +279,37 @@ impl Conversation {
 mod tests {
     use super::*;
 
+    #[test]
+    fn images_go_only_to_a_model_that_takes_them_and_of_a_kind_and_size_it_takes() {
+        let with = |media_type: &str, data: &str| UserMessage {
+            text: "see".into(),
+            images: vec![Image {
+                media_type: media_type.into(),
+                data: data.into(),
+            }],
+            ..UserMessage::default()
+        };
+        assert!(with("image/png", "iVBORw0KGgo=").check(true).is_ok());
+        let refused = with("image/png", "iVBORw0KGgo=").check(false).unwrap_err();
+        assert!(refused.contains("takes no images"), "{refused}");
+        let refused = with("image/tiff", "AAAA").check(true).unwrap_err();
+        assert!(refused.contains("image/png"), "{refused}");
+        let refused = with("image/png", "not base64!").check(true).unwrap_err();
+        assert!(refused.contains("base64"), "{refused}");
+        let conversation = Conversation::starting(1);
+        assert!(
+            conversation
+                .prompt(with("image/png", "iVBORw0KGgo="))
+                .is_err()
+        );
+        conversation.set_takes_images(true);
+        assert!(
+            conversation
+                .prompt(with("image/png", "iVBORw0KGgo="))
+                .is_ok()
+        );
+    }
+
     fn message(text: &str) -> UserMessage {
         UserMessage {
             text: text.to_owned(),
@@ -240,7 +320,7 @@ mod tests {
     #[test]
     fn a_message_while_a_turn_runs_steers_it_and_one_after_starts_the_next() {
         let conversation = Conversation::starting(1);
-        let joined = conversation.prompt(message("also the empty list"));
+        let joined = conversation.prompt(message("also the empty list")).unwrap();
         assert_eq!(
             joined,
             Joined {
@@ -253,7 +333,7 @@ mod tests {
         assert_eq!(queued[0].text, "also the empty list");
         assert_eq!(conversation.end_turn(), None);
         assert_eq!(conversation.turn(), (1, false));
-        let joined = conversation.prompt(message("now the docs"));
+        let joined = conversation.prompt(message("now the docs")).unwrap();
         assert_eq!(
             joined,
             Joined {
@@ -266,7 +346,7 @@ mod tests {
     #[test]
     fn a_turn_stopped_short_hands_its_queued_messages_to_the_next() {
         let conversation = Conversation::starting(3);
-        conversation.prompt(message("wait"));
+        conversation.prompt(message("wait")).unwrap();
         conversation.stop_turn();
         assert_eq!(conversation.turn(), (4, true));
         let runtime = tokio::runtime::Builder::new_current_thread()

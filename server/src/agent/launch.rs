@@ -120,7 +120,7 @@ impl Prepared {
                 (Some(recorded), Some((history, journal)), None)
             }
             Begin::FollowUp(id, message) => {
-                message.check()?;
+                message.check(true)?;
                 let (recorded, history, journal) =
                     journal::resume(plan.data_dir, plan.root, id, true)?;
                 (Some(recorded), Some((history, journal)), Some(message))
@@ -135,6 +135,9 @@ impl Prepared {
             .model
             .or(recorded.as_ref().map(|recorded| recorded.model.as_str()));
         let models = connect(plan.config, model, &task)?;
+        if let Some(message) = &follow_up {
+            message.check(models.task.takes_images())?;
+        }
         let id = match &recorded {
             Some(recorded) => recorded.session_id.clone(),
             None => journal::new_session_id(plan.id_prefix),

@@ -166,6 +166,9 @@ impl Session {
             transcript.push(message);
         }
         let context_window = setup.compaction.context_window as u64;
+        setup
+            .conversation
+            .set_takes_images(setup.model.takes_images());
         Self {
             journal: setup.journal,
             compactor: Compactor::new(setup.compaction, Some(&setup.tools.root), setup.artifacts),
@@ -252,6 +255,12 @@ impl Session {
         let attachments = super::tools::attachments(&self.tools, &message.text);
         let text = super::prompt::turn_message(&message, &attachments, self.mode);
         self.push(Message::User(text));
+        for image in message.images {
+            self.push(Message::Image {
+                media_type: image.media_type,
+                data: image.data,
+            });
+        }
     }
 
     /// What the session has spent so far.
@@ -300,6 +309,8 @@ impl Session {
         if switch.name == self.model_name {
             return;
         }
+        self.conversation
+            .set_takes_images(switch.task.takes_images());
         self.model = switch.task;
         self.model_name.clone_from(&switch.name);
         self.journal(&Line::Model {

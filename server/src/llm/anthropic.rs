@@ -51,6 +51,10 @@ impl AnthropicClient {
 }
 
 impl ChatModel for AnthropicClient {
+    fn takes_images(&self) -> bool {
+        true
+    }
+
     fn model(&self) -> &ModelId {
         &self.model
     }
@@ -145,6 +149,18 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    r#type: &'static str,
+    media_type: &'a str,
+    data: &'a str,
 }
 
 impl Block<'_> {
@@ -152,7 +168,8 @@ impl Block<'_> {
         match self {
             Self::Text { cache_control, .. }
             | Self::ToolUse { cache_control, .. }
-            | Self::ToolResult { cache_control, .. } => *cache_control = EPHEMERAL,
+            | Self::ToolResult { cache_control, .. }
+            | Self::Image { cache_control, .. } => *cache_control = EPHEMERAL,
         }
     }
 }
@@ -174,10 +191,21 @@ pub fn request_body(model: &str, request: &Request) -> Vec<u8> {
         match message {
             // A user's message after tool results (steering, a later turn's first message)
             // joins their user turn: the roles alternate.
-            Message::User(text) => {
-                let block = Block::Text {
-                    text,
-                    cache_control: None,
+            Message::User(_) | Message::Image { .. } => {
+                let block = match message {
+                    Message::User(text) => Block::Text {
+                        text,
+                        cache_control: None,
+                    },
+                    Message::Image { media_type, data } => Block::Image {
+                        source: ImageSource {
+                            r#type: "base64",
+                            media_type,
+                            data,
+                        },
+                        cache_control: None,
+                    },
+                    _ => unreachable!("a user message or an image"),
                 };
                 match messages.last_mut() {
                     Some(last) if last.role == "user" => last.content.push(block),
@@ -528,6 +556,30 @@ mod tests {
         "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":57}}\n\n",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
     );
+
+    #[test]
+    fn an_image_is_a_base64_block_of_the_users_turn() {
+        let request = Request {
+            messages: vec![
+                Message::User("what is this?".into()),
+                Message::Image {
+                    media_type: "image/jpeg".into(),
+                    data: "/9j/4AAQ".into(),
+                },
+            ],
+            ..Request::default()
+        };
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body("claude-sonnet-4-5", &request)).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 1, "{body}");
+        let image = &messages[0]["content"][1];
+        assert_eq!(image["type"], "image", "{body}");
+        assert_eq!(
+            image["source"],
+            serde_json::json!({"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"})
+        );
+    }
 
     #[test]
     fn tool_use_blocks_become_calls_and_usage_counts_the_cache() {

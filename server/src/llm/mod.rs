@@ -42,6 +42,11 @@ pub trait ChatModel: Send + Sync {
     /// Starts the call; must be called inside a tokio runtime. Dropping the stream cancels
     /// the call and closes its connection.
     fn stream(&self, request: &Request) -> EventStream;
+
+    /// Whether its requests may carry images ([`Message::Image`]).
+    fn takes_images(&self) -> bool {
+        false
+    }
 }
 
 /// An API key. Never printed: its `Debug` says only whether it is set, it has no `Display`,

@@ -50,6 +50,10 @@ impl OpenAiClient {
 }
 
 impl ChatModel for OpenAiClient {
+    fn takes_images(&self) -> bool {
+        true
+    }
+
     fn model(&self) -> &ModelId {
         &self.model
     }
@@ -152,7 +156,7 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Option<&'a str>,
@@ -163,6 +167,27 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: &'a str,
     },
+}
+
+/// A user message's content: text, or text and images as parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    /// A `data:` URL.
+    url: String,
 }
 
 #[derive(Serialize)]
@@ -189,8 +214,35 @@ pub fn request_body(model: &str, request: &Request) -> Vec<u8> {
         });
     }
     for message in &request.messages {
+        if let Message::Image { media_type, data } = message {
+            // An image joins the user message before it, whose text becomes a part.
+            let image = Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: format!("data:{media_type};base64,{data}"),
+                },
+            };
+            match messages.last_mut() {
+                Some(WireMessage::User { content }) => {
+                    let parts = match std::mem::replace(content, UserContent::Parts(Vec::new())) {
+                        UserContent::Text(text) => vec![Part::Text { text }, image],
+                        UserContent::Parts(mut parts) => {
+                            parts.push(image);
+                            parts
+                        }
+                    };
+                    *content = UserContent::Parts(parts);
+                }
+                _ => messages.push(WireMessage::User {
+                    content: UserContent::Parts(vec![image]),
+                }),
+            }
+            continue;
+        }
         messages.push(match message {
-            Message::User(text) => WireMessage::User { content: text },
+            Message::User(text) => WireMessage::User {
+                content: UserContent::Text(text),
+            },
+            Message::Image { .. } => unreachable!("images joined the user message above"),
             Message::Assistant { text, tool_calls } => WireMessage::Assistant {
                 content: (!text.is_empty() || tool_calls.is_empty()).then_some(text.as_str()),
                 tool_calls: tool_calls
@@ -564,6 +616,33 @@ mod tests {
             "data: {\"error\":{\"message\":\"overloaded, retry\",\"type\":\"server_error\"}}\n\n";
         let result = decode(body, 4);
         assert!(result.unwrap_err().contains("retriable: true"));
+    }
+
+    #[test]
+    fn an_image_joins_its_user_message_as_a_data_url_part() {
+        let request = Request {
+            messages: vec![
+                Message::User("what is this?".into()),
+                Message::Image {
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                },
+                Message::User("and this".into()),
+            ],
+            ..Request::default()
+        };
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body("gpt-4.1", &request)).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 2, "{body}");
+        assert_eq!(
+            messages[0]["content"],
+            serde_json::json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+            ])
+        );
+        assert_eq!(messages[1]["content"], "and this");
     }
 
     #[test]

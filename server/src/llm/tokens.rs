@@ -36,11 +36,16 @@ pub fn estimate_fixed(request: &Request) -> usize {
     count(&request.system) + PER_MESSAGE + tools
 }
 
+/// The tokens an attached image is counted as.
+const IMAGE_TOKENS: usize = 1_000;
+
 /// The tokens one message adds to a request, its framing included.
 pub fn estimate_message(message: &Message) -> usize {
     PER_MESSAGE
         + match message {
             Message::User(text) => count(text),
+            // What providers bill a typical screenshot at; its base64 is not text.
+            Message::Image { .. } => IMAGE_TOKENS,
             Message::Assistant { text, tool_calls } => {
                 count(text)
                     + tool_calls

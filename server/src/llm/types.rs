@@ -49,6 +49,12 @@ impl ToolCall {
 )]
 pub enum Message {
     User(String),
+    /// An image the user attached, right after their message's text.
+    Image {
+        media_type: String,
+        /// Base64.
+        data: String,
+    },
     Assistant {
         text: String,
         tool_calls: Vec<ToolCall>,

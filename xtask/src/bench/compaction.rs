@@ -497,6 +497,7 @@ fn measure(root: &Path, script: &[Step]) -> anyhow::Result<String> {
             Message::User(text) => text.clone(),
             Message::Assistant { text, .. } => text.clone(),
             Message::ToolResult { content, .. } => content.clone(),
+            Message::Image { .. } => String::new(),
         })
         .collect::<Vec<_>>()
         .join("\n");

@@ -61,6 +61,13 @@ pub fn render(request: &Request) -> String {
             Message::User(content) => {
                 text.push_str(&format!("<|im_start|>user\n{content}<|im_end|>\n"));
             }
+            // The local model reads no images (messages with one are refused before they get
+            // here); an image from an earlier model's turn is named, not shown.
+            Message::Image { media_type, .. } => {
+                text.push_str(&format!(
+                    "<|im_start|>user\n[an image ({media_type}) the user attached]<|im_end|>\n"
+                ));
+            }
             Message::Assistant {
                 text: content,
                 tool_calls,

@@ -280,7 +280,7 @@ impl Agents {
         mode: Option<Mode>,
         model: Option<&str>,
     ) -> Result<Joined, String> {
-        message.check()?;
+        message.check(true)?;
         let Some(entry) = self.find(Some(id)) else {
             return self.start(
                 editor,
@@ -295,7 +295,7 @@ impl Agents {
             );
         };
         entry.configure(mode, model)?;
-        let joined = entry.conversation.prompt(message);
+        let joined = entry.conversation.prompt(message)?;
         Ok(Joined {
             session_id: entry.id.clone(),
             turn: joined.turn,
