@@ -2,7 +2,9 @@
 //!
 //! A 100-step session on an instant model (an in-process `ChatModel` that answers each request
 //! at once with one tool call) over a copy of the example workspace, journaled to a temporary
-//! data folder as real sessions are. Each step's time is the gap between two model requests:
+//! data folder as real sessions are. The session is a conversation of five turns of 20 steps:
+//! each turn's end (the model answers text) is followed at once by the user's next message, as
+//! an editor sends it, so the turn boundaries are measured with the steps. Each step's time is the gap between two model requests:
 //! reading the answer, running the tool, compaction's bookkeeping (each output kept as an
 //! artifact file), the journal's flushed lines, the events, building the next request. The tool's own work (a `read_file` of
 //! a small file) is timed alone and taken off, which leaves the harness overhead. The peer,
@@ -28,6 +30,8 @@ use wright::llm::{
 use wright::workspace::{DiskOnly, WalkOptions};
 
 const STEPS: u32 = 100;
+/// The conversation's turns; the model ends one every `STEPS / TURNS` steps.
+const TURNS: u32 = 5;
 
 /// Answers every request at once with one `read_file`, and the last with text; remembers when
 /// each request came, and (`keep`) the request itself.
@@ -43,6 +47,13 @@ impl ChatModel for InstantModel {
     }
 
     fn stream(&self, request: &Request) -> EventStream {
+        // The session's title: a side call beside the first turn, not a step.
+        if request.tools.is_empty() {
+            return EventStream::from_items(vec![
+                Ok(Event::TextDelta("Bench session".into())),
+                Ok(Event::Finish(FinishReason::Stop)),
+            ]);
+        }
         let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         requests.push((Instant::now(), self.keep.then(|| request.clone())));
         let step = requests.len();
@@ -51,7 +62,7 @@ impl ChatModel for InstantModel {
             output: 20,
             ..Usage::default()
         });
-        let items = if step as u32 >= STEPS {
+        let items = if (step as u32).is_multiple_of(STEPS / TURNS) {
             vec![
                 Event::TextDelta("done".into()),
                 usage,
@@ -163,6 +174,7 @@ fn session(
         ..Limits::default()
     };
     prepared.compaction = wright::compaction::Settings::default();
+    let conversation = prepared.conversation();
     let opened = prepared.open(launch::Context {
         index: None,
         overlay: Arc::new(DiskOnly),
@@ -172,20 +184,41 @@ fn session(
         bail!("the session's journal could not be created (see the log)");
     }
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
-    let outcome = runtime.block_on(async {
-        // A reader like the editor's: every event is taken off the channel.
-        let reader = tokio::spawn(async move { while received.recv().await.is_some() {} });
+    let outcomes = runtime.block_on(async {
+        // A reader like the editor's: every event is taken off the channel, and each turn's
+        // end is answered at once with the next message, as a user's follow-up.
+        let reader = tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            while let Some(event) = received.recv().await {
+                if let agent::AgentEvent::Finished { turn, outcome } = event {
+                    outcomes.push(outcome);
+                    if turn < TURNS {
+                        let message = agent::conversation::UserMessage {
+                            text: format!("good; go on reading (turn {})", turn + 1),
+                            ..Default::default()
+                        };
+                        if let Err(why) = conversation.prompt(message) {
+                            eprintln!("bench agent: the follow-up was refused: {why}");
+                            conversation.close();
+                        }
+                    } else {
+                        conversation.close();
+                    }
+                }
+            }
+            outcomes
+        });
         let mut session = opened.session(context(root), events, None);
-        let outcome = session.run().await;
+        session.converse().await;
         drop(session);
-        let _ = reader.await;
-        outcome
+        reader.await.unwrap_or_default()
     });
-    if outcome.steps != STEPS {
+    let steps = outcomes.last().map_or(0, |outcome| outcome.steps);
+    if outcomes.len() != TURNS as usize || steps != STEPS {
         bail!(
-            "the session ended after {} steps: {:?}",
-            outcome.steps,
-            outcome.reason
+            "the conversation ended after {} turns and {steps} steps: {:?}",
+            outcomes.len(),
+            outcomes.last().map(|outcome| &outcome.reason)
         );
     }
     Ok(model)
@@ -221,6 +254,12 @@ fn measure(root: &std::path::Path, data_dir: &std::path::Path) -> anyhow::Result
         .windows(2)
         .map(|pair| (pair[1].0 - pair[0].0).saturating_sub(tool))
         .collect();
+    // The gaps from a turn's last request (its text answer) to the next turn's first: the
+    // turn's end, the follow-up, the new turn's message; no tool runs.
+    let per_turn = (STEPS / TURNS) as usize;
+    let mut boundaries: Vec<Duration> = (1..TURNS as usize)
+        .map(|turn| requests[turn * per_turn].0 - requests[turn * per_turn - 1].0)
+        .collect();
     let mut serialise: Vec<Duration> = requests
         .iter()
         .filter_map(|(_, request)| request.as_ref())
@@ -231,6 +270,7 @@ fn measure(root: &std::path::Path, data_dir: &std::path::Path) -> anyhow::Result
         })
         .collect();
     let (p50, p99) = (percentile(&mut gaps, 50), percentile(&mut gaps, 99));
+    let boundary = median(&mut boundaries);
     let peer50 = percentile(&mut serialise, 50);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
 
@@ -239,7 +279,8 @@ fn measure(root: &std::path::Path, data_dir: &std::path::Path) -> anyhow::Result
         body,
         "A {STEPS}-step session on an instant in-process model (one `read_file` of 40 lines per \
          step), over a copy of the example workspace, journaled (each message flushed, each \
-         output an artifact file); debug build, so upper bounds.\n"
+         output an artifact file), as a conversation of {TURNS} turns: each turn's end is \
+         answered at once with a follow-up message; debug build, so upper bounds.\n"
     )?;
     writeln!(
         body,
@@ -261,6 +302,14 @@ fn measure(root: &std::path::Path, data_dir: &std::path::Path) -> anyhow::Result
         ms(peer50),
         ms(p99) / ms(peer50).max(1e-6),
         if ms(p99) < 20.0 { "yes" } else { "**no**" }
+    )?;
+    writeln!(
+        body,
+        "| a turn's end to the next turn's first request (the follow-up), median of {} | {:.3} ms | same peer | {:.3} ms | {:.1}× | report | — |",
+        TURNS - 1,
+        ms(boundary),
+        ms(peer50),
+        ms(boundary) / ms(peer50).max(1e-6),
     )?;
     writeln!(
         body,
