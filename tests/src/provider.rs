@@ -458,6 +458,19 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The names of the tools the request offered (OpenAI dialect), in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.json()["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Every tool result the request carries (OpenAI dialect) as (call id, content), oldest
     /// first.
     pub fn tool_results_by_id(&self) -> Vec<(String, String)> {

@@ -43,24 +43,6 @@ fn drain(editor: &mut Editor) {
     editor.discard(|m| m["method"] == "wright/agentEvent" || m["method"] == "window/logMessage");
 }
 
-/// The names of the tools a request offered.
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| {
-                    t["function"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The user messages of a request, in order.
 fn user_messages(request: &Value) -> Vec<String> {
     request["messages"]
@@ -106,12 +88,12 @@ fn a_follow_up_turn_carries_the_whole_history_and_the_session_gets_a_title_and_a
     assert_eq!(done["outcome"]["status"], "done");
     let title = event(&mut editor, &session, "title");
     assert_eq!(title["title"], TITLE);
-    let title_request = provider.title_requests()[0].json();
+    let title_request = &provider.title_requests()[0];
     assert!(
-        tool_names(&title_request).is_empty(),
+        title_request.tool_names().is_empty(),
         "a title call offers no tool"
     );
-    assert!(title_request.to_string().contains("explain add"));
+    assert!(title_request.body_text().contains("explain add"));
 
     provider.push(text("The second answer."));
     let prompt = editor.request(
@@ -231,7 +213,7 @@ fn plan_mode_offers_only_reading_tools_and_a_later_code_turn_carries_the_plan_ou
     let done = event(&mut editor, &session, "finished");
     assert_eq!(done["outcome"]["status"], "done", "{done}");
     let requests = provider.requests();
-    let mut offered = tool_names(&requests[0].json());
+    let mut offered = requests[0].tool_names();
     offered.sort();
     assert_eq!(
         offered,
@@ -287,7 +269,7 @@ fn plan_mode_offers_only_reading_tools_and_a_later_code_turn_carries_the_plan_ou
     assert_eq!(event(&mut editor, &session, "finished")["turn"], 2);
     let requests = provider.requests();
     let code = requests[3].json();
-    assert!(tool_names(&code).contains(&"edit".to_owned()));
+    assert!(requests[3].tool_names().contains(&"edit".to_owned()));
     assert!(
         code.to_string().contains("make add return a + b"),
         "the plan is in the history"
@@ -464,7 +446,7 @@ fn headless_a_finished_session_continues_with_a_message_and_sessions_lists_it() 
         "{}",
         String::from_utf8_lossy(&planned.stderr)
     );
-    let offered = tool_names(&provider.requests()[0].json());
+    let offered = provider.requests()[0].tool_names();
     assert!(!offered.contains(&"edit".to_owned()) && offered.contains(&"read_file".to_owned()));
     let listed = exec(&["sessions", "--json"]);
     let sessions: Value = serde_json::from_slice(&listed.stdout).unwrap();

@@ -401,24 +401,6 @@ fn cancel_stops_a_running_session() {
     assert_eq!(provider.requests().len(), 1);
 }
 
-/// The names of the tools request `index` offered.
-fn offered_tools(provider: &ScriptedProvider, index: usize) -> Vec<String> {
-    provider.requests()[index].json()["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| {
-                    t["function"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn the_chat_buffer_shows_the_conversation_and_sends_follow_ups() {
     let provider = ScriptedProvider::start();
@@ -438,11 +420,11 @@ fn the_chat_buffer_shows_the_conversation_and_sends_follow_ups() {
     let requests = provider.requests();
     assert_eq!(requests.len(), 4);
     assert!(
-        !offered_tools(&provider, 0).contains(&"edit".to_owned()),
+        !requests[0].tool_names().contains(&"edit".to_owned()),
         "the plan turn"
     );
     assert!(
-        offered_tools(&provider, 1).contains(&"edit".to_owned()),
+        requests[1].tool_names().contains(&"edit".to_owned()),
         "code mode again"
     );
     let second = requests[1].body_text();

@@ -208,14 +208,8 @@ impl CommandRunner for SandboxRunner {
     ) -> Result<CommandOutput, String> {
         self.approved(command)?;
         let filesystem = match &self.snapshot {
-            Some((snapshot, buffers)) => {
-                snapshot
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .write_buffers(&buffers())
-                    .map_err(|err| {
-                        format!("writing the editor's buffers into the snapshot: {err}")
-                    })?;
+            Some((snapshot, _)) => {
+                self.write_buffers(&mut snapshot.lock().unwrap_or_else(|e| e.into_inner()))?;
                 Filesystem::Snapshot(Arc::clone(snapshot))
             }
             None => Filesystem::InPlace,
@@ -236,11 +230,7 @@ impl CommandRunner for SandboxRunner {
             .pool
             .new_snapshot(&self.root)
             .map_err(|err| format!("making a throw-away snapshot: {err}"))?;
-        if let Some((_, buffers)) = &self.snapshot {
-            snapshot
-                .write_buffers(&buffers())
-                .map_err(|err| format!("writing the editor's buffers into the snapshot: {err}"))?;
-        }
+        self.write_buffers(&mut snapshot)?;
         let shared = Arc::new(Mutex::new(snapshot));
         let ran = self.run_in(
             command,
@@ -257,6 +247,17 @@ impl CommandRunner for SandboxRunner {
 }
 
 impl SandboxRunner {
+    /// Writes the open buffers (and held proposals) into `snapshot`, for a session that has
+    /// them.
+    fn write_buffers(&self, snapshot: &mut crate::sandbox::Snapshot) -> Result<(), String> {
+        let Some((_, buffers)) = &self.snapshot else {
+            return Ok(());
+        };
+        snapshot
+            .write_buffers(&buffers())
+            .map_err(|err| format!("writing the editor's buffers into the snapshot: {err}"))
+    }
+
     /// Runs an approved `command` on `filesystem`, asking the user for more when the sandbox
     /// refused what it needed.
     fn run_in(

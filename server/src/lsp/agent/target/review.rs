@@ -394,41 +394,34 @@ fn pick_of<T: Clone>(all: &[T], named: &[bool], keep: bool) -> Vec<T> {
 
 /// The hunks of `proposal` as the protocol shows them.
 fn wire_hunks(proposal: &Proposal) -> Vec<Hunk> {
-    let before = hunks::lines(proposal.base_text());
-    let after_text = proposal.proposed.clone().unwrap_or_default();
-    let after = hunks::lines(&after_text);
     proposal
         .line_hunks()
         .iter()
         .zip(&proposal.hunk_ids)
-        .map(|(hunk, id)| {
-            let (old, new) = if proposal.whole_file() {
-                (0..before.len(), 0..after.len())
-            } else {
-                (hunk.old.clone(), hunk.new.clone())
-            };
-            Hunk {
-                id: id.clone(),
-                start_line: old.start as u32 + 1,
-                end_line: old.end as u32,
-                old_text: before[old].concat(),
-                new_text: after[new].concat(),
-            }
-        })
+        .map(|(hunk, id)| wire_hunk(proposal, hunk, id))
         .collect()
+}
+
+/// One hunk of `proposal` with its texts (a whole-file proposal is one hunk of it all).
+fn wire_hunk(proposal: &Proposal, hunk: &LineHunk, id: &str) -> Hunk {
+    let before = hunks::lines(proposal.base_text());
+    let after = hunks::lines(proposal.proposed.as_deref().unwrap_or_default());
+    let (old, new) = if proposal.whole_file() {
+        (0..before.len(), 0..after.len())
+    } else {
+        (hunk.old.clone(), hunk.new.clone())
+    };
+    Hunk {
+        id: id.to_owned(),
+        start_line: old.start as u32 + 1,
+        end_line: old.end as u32,
+        old_text: before[old].concat(),
+        new_text: after[new].concat(),
+    }
 }
 
 /// One hunk in a line the model reads: where, what was there, what was proposed.
 fn describe(path: &Path, proposal: &Proposal, hunk: &LineHunk) -> String {
-    let wire = wire_hunks(&Proposal {
-        hunk_ids: vec![String::new(); proposal.line_hunks().len()],
-        ..proposal.clone()
-    });
-    let index = proposal
-        .line_hunks()
-        .iter()
-        .position(|h| h == hunk)
-        .unwrap_or(0);
     let shown = |text: &str| {
         let text = text.trim_end();
         match text.char_indices().nth(200) {
@@ -436,15 +429,13 @@ fn describe(path: &Path, proposal: &Proposal, hunk: &LineHunk) -> String {
             None => text.to_owned(),
         }
     };
-    match wire.get(index) {
-        Some(h) => format!(
-            "{} lines {}-{}: {:?} -> {:?}",
-            path.display(),
-            h.start_line,
-            h.end_line.max(h.start_line),
-            shown(&h.old_text),
-            shown(&h.new_text)
-        ),
-        None => path.display().to_string(),
-    }
+    let h = wire_hunk(proposal, hunk, "");
+    format!(
+        "{} lines {}-{}: {:?} -> {:?}",
+        path.display(),
+        h.start_line,
+        h.end_line.max(h.start_line),
+        shown(&h.old_text),
+        shown(&h.new_text)
+    )
 }
