@@ -1,6 +1,6 @@
 //! The VS Code extension in a real VS Code: code-server (VS Code 1.139 from npm) with the
 //! packaged extension installed, driven in Debian's Chromium by `tests/vscode/e2e.cjs`
-//! (playwright-core), against the scripted model provider. Three scenarios:
+//! (playwright-core), against the scripted model provider. Four scenarios:
 //!
 //! - a task run from the command palette on a selection (which reaches the model) lands in the
 //!   buffer unsaved, with the step in the status bar, a progress notification and the run's
@@ -12,7 +12,13 @@
 //! - with `wright.applyMode` set to review, the proposal opens as a diff against the buffer and
 //!   "Wright: Accept Edits" applies it; a second proposal is dropped by "Wright: Reject Edits";
 //! - a command the sandbox refused the network asks in a modal dialog, and "Allow" runs it again
-//!   with the network; a run the provider refuses turns the status bar item to its error state.
+//!   with the network; a run the provider refuses turns the status bar item to its error state;
+//! - the chat view ("Wright: Open Chat"): a task typed with an `@` file completion, its answer
+//!   streamed and rendered, a follow-up carrying the first turn, a message sent while the turn's
+//!   command runs joining that turn, a plan turn (no `edit` offered) then a code turn in review,
+//!   one hunk of two accepted and the other rejected from the diff editor's CodeLens (the buffer
+//!   holds exactly the accepted one; the model is told of the other), and Stop. Its screenshots
+//!   are kept under `target/test-artifacts/vscode/chat/`.
 //!
 //! The tools live under `target/editors/` (`cargo xtask e2e vscode --install` puts them
 //! there). Without them the test says how to get them and passes, except under `CI`, where a
@@ -175,6 +181,17 @@ fn copy_dir(from: &Path, to: &Path) {
 /// folder, beside (not in) the tools' folder, which may be shared between checkouts.
 fn failure_screenshot(scenario: &str) -> PathBuf {
     editors_dir().with_file_name(format!("vscode-{scenario}-failure.png"))
+}
+
+/// Where a scenario's screenshots go (emptied first): `target/test-artifacts/vscode/<scenario>`.
+fn artifacts(scenario: &str) -> PathBuf {
+    let dir = editors_dir()
+        .with_file_name("test-artifacts")
+        .join("vscode")
+        .join(scenario);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating the artifacts folder");
+    dir
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -430,6 +447,7 @@ fn run_scenario(
         .env("EXPECT_RESTORED", ORIGINAL.trim())
         .env("HOME", dir.path().join("home"))
         .env("SCREENSHOT", failure_screenshot(scenario))
+        .env("ARTIFACTS", artifacts(scenario))
         .env("SETTINGS_FILE", user_data.join("User/settings.json"))
         .envs(driver_env.iter().copied())
         .stdout(Stdio::piped())
@@ -838,4 +856,209 @@ fn a_command_refused_the_network_asks_in_a_modal_and_a_refused_run_shows_the_err
             .contains(REFUSED_TASK),
         "the refused run reached the provider"
     );
+}
+
+/// The chat scenario's messages, in order; every request of the session repeats the task.
+const CHAT_TASK: &str = "explain add";
+const CHAT_ANSWER: &str = "the sum";
+const CHAT_FOLLOW_UP_START: &str = "and checked_div in @li";
+const CHAT_FOLLOW_UP_END: &str = "please";
+const CHAT_FOLLOW_UP: &str = "and checked_div in @src/lib.rs please";
+const CHAT_SLOW: &str = "run the tests";
+const CHAT_STEER: &str = "also check the docs";
+const CHAT_PLAN: &str = "plan the overflow fix";
+const CHAT_PLAN_TEXT: &str = "Make add wrap around";
+const CHAT_CODE: &str = "go ahead";
+const CHAT_LAST: &str = "why did you leave checked_div?";
+const DIV_ORIGINAL: &str = "    if b == 0 { None } else { Some(a / b) }\n";
+const DIV_EDITED: &str = "    a.checked_div(b)\n";
+
+/// The tools a request offered the model.
+fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A request's messages of `role`, as text.
+fn messages_of(request: &Value, role: &str) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|message| message["role"] == role)
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_and_stops() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let text = |pieces: &[&str]| Reply::stream(Dialect::OpenAi, &Turn::text(pieces));
+    let call = |id: &str, name: &str, arguments: Value| {
+        Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(id, name, &arguments.to_string()),
+        )
+    };
+    let replies = vec![
+        // Turn 1: markdown, streamed piece by piece.
+        text(&[
+            "`add` returns ",
+            "**the sum** of ",
+            "its arguments:\n\n",
+            "```rust\npub fn add(a: i64, b: i64) -> i64 {\n",
+            "    a + b\n}\n```\n",
+        ])
+        .token_delay(Duration::from_millis(60)),
+        // Turn 2.
+        text(&["`checked_div` returns `None` when `b` is zero."]),
+        // Turn 3: a command slow enough to write meanwhile, then the steered answer.
+        call(
+            "c1",
+            "run_command",
+            json!({"command": "sleep 3; echo slept"}),
+        ),
+        text(&["The tests pass, and the docs are fine."]),
+        // Turn 4, in plan mode.
+        text(&[&format!(
+            "Plan:\n1. {CHAT_PLAN_TEXT}.\n2. Make checked_div use i64::checked_div."
+        )]),
+        // Turn 5, in code mode and review: two hunks.
+        call(
+            "m1",
+            "multi_edit",
+            json!({"path": "src/lib.rs", "edits": [
+                {"old_string": ORIGINAL, "new_string": EDITED},
+                {"old_string": DIV_ORIGINAL, "new_string": DIV_EDITED}
+            ]}),
+        ),
+        text(&["Proposed both."]),
+        // Turn 6: the model stalls until the user stops it.
+        text(&["Because", " the", " plan", " said so"]).stall_after(2),
+    ];
+    let outcome = run_scenario(
+        &tools,
+        "chat",
+        json!({"wright.applyMode": "auto", "diffEditor.codeLens": true}),
+        replies,
+        &[
+            ("CHAT_TASK", CHAT_TASK),
+            ("CHAT_FOLLOW_UP_START", CHAT_FOLLOW_UP_START),
+            ("CHAT_FOLLOW_UP_END", CHAT_FOLLOW_UP_END),
+            ("CHAT_SLOW", CHAT_SLOW),
+            ("CHAT_STEER", CHAT_STEER),
+            ("CHAT_PLAN", CHAT_PLAN),
+            ("CHAT_CODE", CHAT_CODE),
+            ("CHAT_LAST", CHAT_LAST),
+        ],
+    );
+    let seen = &outcome.seen;
+    let requests = outcome.provider.requests();
+    assert_eq!(requests.len(), 8, "{seen:#}");
+    let request = |n: usize| requests[n].json();
+
+    // The task reached the model with the file the editor showed.
+    let first = messages_of(&request(0), "user").join("\n");
+    assert!(first.contains(CHAT_TASK), "{first}");
+    assert!(first.contains("src/lib.rs"), "{first}");
+    // The answer streamed into the view, as markdown.
+    let answer = seen["firstAnswer"].as_str().unwrap_or_default();
+    assert!(answer.contains(CHAT_ANSWER), "{answer}");
+    let html = seen["firstAnswerHtml"].as_str().unwrap_or_default();
+    assert!(html.contains("<strong>the sum</strong>"), "{html}");
+    assert!(html.contains("<code>add</code>"), "{html}");
+    assert!(
+        html.contains(r#"<pre class="code" data-language="rust">"#)
+            && html.contains(r#"<span class="tok-keyword">pub</span>"#),
+        "{html}"
+    );
+
+    // The follow-up, completed from the `@` list, carried the first turn (its message and
+    // the answer) and the file it names.
+    assert_eq!(seen["completedFollowUp"], CHAT_FOLLOW_UP, "{seen:#}");
+    let second = request(1);
+    let users = messages_of(&second, "user");
+    assert!(users.iter().any(|m| m.contains(CHAT_TASK)), "{users:?}");
+    let follow_up = users.last().unwrap();
+    assert!(follow_up.contains(CHAT_FOLLOW_UP), "{users:?}");
+    assert!(
+        follow_up.contains("Divides `a` by `b`"),
+        "@src/lib.rs attaches the file: {follow_up}"
+    );
+    let answers = messages_of(&second, "assistant").join("\n");
+    assert!(answers.contains("**the sum**"), "{answers}");
+
+    // The message sent while the command ran joined turn 3, after the command's result.
+    let steered = request(3);
+    let messages = steered["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user", "{steered}");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(CHAT_STEER),
+        "{last}"
+    );
+    assert_eq!(messages[messages.len() - 2]["role"], "tool", "{steered}");
+    let card = seen["toolCard"].as_str().unwrap_or_default();
+    assert!(
+        card.contains("run_command") && card.contains("slept"),
+        "{card}"
+    );
+
+    // Plan mode offered no edit; code mode did, with the plan in the history.
+    let plan = offered_tools(&request(4));
+    assert!(
+        !plan.is_empty() && !plan.iter().any(|tool| tool == "edit"),
+        "{plan:?}"
+    );
+    let code = request(5);
+    assert!(offered_tools(&code).iter().any(|tool| tool == "edit"));
+    assert!(
+        code.to_string().contains(CHAT_PLAN_TEXT),
+        "the plan is in the history"
+    );
+
+    // One hunk of two accepted: the buffer holds exactly it, unsaved.
+    let before = seen["before"].as_str().expect("before");
+    let expected = before.replacen(ORIGINAL.trim_end(), EDITED.trim_end(), 1);
+    assert_eq!(
+        seen["afterHunks"].as_str(),
+        Some(expected.as_str()),
+        "{seen:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outcome.lib).unwrap(),
+        outcome.on_disk
+    );
+    // The other was rejected (the chat's card says so), and the model's next request says so.
+    let card = seen["proposalCard"].as_str().unwrap_or_default();
+    assert!(
+        card.contains("checked_div(b)") && card.contains("rejected"),
+        "{card}"
+    );
+    let told = messages_of(&request(7), "user").join("\n");
+    assert!(
+        told.contains("the user rejected these proposed changes")
+            && told.contains("checked_div(b)"),
+        "{told}"
+    );
+    // Stop cancelled the stalled turn; the picker lists the session by its title.
+    let stopped = seen["stopped"].as_str().unwrap_or_default();
+    assert!(stopped.contains("turn 6 cancelled"), "{stopped}");
+    let picker = seen["sessionsPicker"].as_str().unwrap_or_default();
+    assert!(picker.contains(wright_tests::provider::TITLE), "{picker}");
 }

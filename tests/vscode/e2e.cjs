@@ -8,7 +8,11 @@
 // of the buffer against the proposal and "Wright: Accept Edits" applies it; a second run's
 // proposal is dropped by "Wright: Reject Edits". SCENARIO `approval`: the agent's command
 // needs the network, "Allow" in the modal prompt; then a run the provider refuses leaves the
-// status bar item in its error state.
+// status bar item in its error state. SCENARIO `chat`: "Wright: Open Chat", a task typed in the
+// chat view with an `@` completion (Enter sends), the answer streaming in, a follow-up, a message
+// sent while the turn's command runs (it joins that turn), plan mode then code mode in review,
+// one hunk of the proposal accepted and the other rejected through the diff editor's CodeLens,
+// and Stop on a turn the model stalls; screenshots of the view at each point go to ARTIFACTS.
 //
 // Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
 // every assertion about them. This script only acts and observes: it prints one JSON document
@@ -21,7 +25,8 @@
 // open, by name), TASK, EXPECT_EDITED and EXPECT_RESTORED (text the editor must show after the
 // run and after the undo), SELECT (`FIRST-LAST`: lines to select before the task), SECOND_TASK
 // (the scenario's second run: the one cancelled, rejected or refused), EXPECT_REJECTED (text of
-// the rejected proposal), SETTINGS_FILE, SCREENSHOT, TIMEOUT_MS (each wait's deadline).
+// the rejected proposal), SETTINGS_FILE, SCREENSHOT, TIMEOUT_MS (each wait's deadline), ARTIFACTS
+// (the folder for the chat scenario's screenshots), CHAT_* (the chat scenario's messages).
 
 "use strict";
 
@@ -284,6 +289,140 @@ async function runCommand(page, title) {
   await page.keyboard.press("Enter");
 }
 
+/** The chat view's page: the webview frame whose document holds the prompt box. */
+async function chatFrame(page) {
+  return until("the chat view's page", async () => {
+    for (const frame of page.frames()) {
+      if (await frame.evaluate(() => !!document.getElementById("prompt")).catch(() => false)) {
+        return frame;
+      }
+    }
+    return null;
+  });
+}
+
+/** The chat view's conversation as text, and its HTML (for the rendered markdown). */
+function chatLog(frame) {
+  return frame.evaluate(() => {
+    const log = document.getElementById("log");
+    return { text: log.innerText, html: log.innerHTML };
+  });
+}
+
+/** Waits until the conversation's text matches `pattern`; returns that text. */
+async function chatShows(frame, what, pattern) {
+  return until(what, async () => {
+    const { text } = await chatLog(frame);
+    return pattern.test(text) ? text : "";
+  });
+}
+
+/** Types `message` into the chat's prompt box and sends it with Enter. */
+async function chatSend(frame, message) {
+  const prompt = frame.locator("#prompt");
+  await prompt.fill(message);
+  await prompt.press("Enter");
+  await until("the prompt box to empty", async () => (await prompt.inputValue()) === "");
+}
+
+/** A screenshot of the window under ARTIFACTS. */
+async function snapshot(page, name) {
+  if (process.env.ARTIFACTS) {
+    await page.screenshot({ path: require("path").join(process.env.ARTIFACTS, `${name}.png`) });
+  }
+}
+
+/** The CodeLens links the active diff editor shows on its proposal's side. */
+function diffLenses(page) {
+  return page.locator(".editor-group-container.active .monaco-diff-editor .editor.modified .codelens-decoration a");
+}
+
+async function chatScenario(page, result) {
+  await runCommand(page, "Wright: Open Chat");
+  const frame = await chatFrame(page);
+  const prompt = frame.locator("#prompt");
+  await until("the prompt box to take the focus", () => frame.evaluate(() => document.activeElement?.id === "prompt"));
+  // The task, typed and sent with Enter; the answer streams in.
+  await page.keyboard.type(process.env.CHAT_TASK);
+  await page.keyboard.press("Enter");
+  result.firstAnswer = await chatShows(frame, "the first turn's end", /turn 1 done/);
+  result.firstAnswerHtml = (await chatLog(frame)).html;
+  await snapshot(page, "1-answer");
+
+  // A follow-up, with a file mention completed from the `@` list: the next turn.
+  await prompt.focus();
+  await page.keyboard.type(process.env.CHAT_FOLLOW_UP_START);
+  result.completions = await until("the @ completions", async () => {
+    const rows = await frame.locator("#completions li").allTextContents();
+    return rows.some((row) => row.includes("src/lib.rs")) ? rows : null;
+  });
+  await until("src/lib.rs to be the first completion", async () =>
+    ((await frame.locator("#completions li").first().textContent()) || "").includes("src/lib.rs"),
+  );
+  await page.keyboard.press("Tab");
+  await page.keyboard.type(process.env.CHAT_FOLLOW_UP_END);
+  result.completedFollowUp = await prompt.inputValue();
+  await page.keyboard.press("Enter");
+  await chatShows(frame, "the second turn's end", /turn 2 done/);
+
+  // A message while the turn's command runs: it joins the turn.
+  await chatSend(frame, process.env.CHAT_SLOW);
+  await until("the running command's card", async () =>
+    (await frame.locator(".card.tool:not([data-done])").count()) > 0,
+  );
+  await chatSend(frame, process.env.CHAT_STEER);
+  result.steered = await chatShows(frame, "the steering message in the conversation", /joined turn 3/);
+  await chatShows(frame, "the third turn's end", /turn 3 done/);
+  await frame.locator(".card.tool summary").last().click();
+  result.toolCard = await frame.locator(".card.tool").last().innerText();
+  await snapshot(page, "2-steered");
+
+  // Plan mode, then code mode in review.
+  await frame.locator("#mode").selectOption("plan");
+  await chatSend(frame, process.env.CHAT_PLAN);
+  result.plan = await chatShows(frame, "the plan turn's end", /turn 4 done/);
+  await snapshot(page, "3-plan");
+  await frame.locator("#mode").selectOption("code");
+  await frame.locator("#apply").selectOption("review");
+  await chatSend(frame, process.env.CHAT_CODE);
+  await until("the proposal's card with two hunks", async () => (await frame.locator(".card.proposal .hunk").count()) === 2);
+  await chatShows(frame, "the code turn's end", /turn 5 done/);
+  await snapshot(page, "4-proposal");
+
+  // The diff: accept the first hunk, reject the other, each from its CodeLens.
+  await until("the proposal's diff editor with a CodeLens per hunk", async () =>
+    (await diffLenses(page).filter({ hasText: "Accept Hunk" }).count()) === 2,
+  );
+  result.lensesBefore = await diffLenses(page).allTextContents();
+  await diffLenses(page).filter({ hasText: "Accept Hunk" }).first().click();
+  result.bufferAfterAccept = await until("the accepted hunk in the buffer's side", async () => {
+    const text = await diffSide(page, "original");
+    return text.includes(process.env.EXPECT_EDITED) ? text : "";
+  });
+  await until("one hunk left in the diff", async () =>
+    (await diffLenses(page).filter({ hasText: "Accept Hunk" }).count()) === 1,
+  );
+  await snapshot(page, "5-diff-one-left");
+  await diffLenses(page).filter({ hasText: "Reject Hunk" }).first().click();
+  await until("no hunk left in the diff", async () => (await diffLenses(page).count()) === 0);
+  result.proposalCard = await until("the chat's card to say the hunk was rejected", async () => {
+    const text = await frame.locator(".card.proposal").last().innerText();
+    return /rejected/.test(text) ? text : "";
+  });
+  await fileTab(page);
+  result.afterHunks = await fileText(page, "the file after the hunks", (text) =>
+    text.includes(process.env.EXPECT_EDITED),
+  );
+
+  // The next turn, stopped while the model stalls.
+  await chatSend(frame, process.env.CHAT_LAST);
+  await chatShows(frame, "the last turn's first words", /Because/);
+  await frame.locator("#stop").click();
+  result.stopped = await chatShows(frame, "the stopped turn", /turn 6 cancelled/);
+  result.sessionsPicker = await frame.locator("#session").innerText();
+  await snapshot(page, "6-stopped");
+}
+
 async function main() {
   const context = await chromium.launchPersistentContext(process.env.PROFILE, {
     executablePath: process.env.CHROMIUM,
@@ -321,7 +460,9 @@ async function main() {
       return text.includes(process.env.EXPECT_RESTORED) ? text : "";
     });
 
-    if (process.env.SCENARIO === "approval") {
+    if (process.env.SCENARIO === "chat") {
+      await chatScenario(page, result);
+    } else if (process.env.SCENARIO === "approval") {
       // The model's command needs the network: the extension asks with a modal dialog.
       let mark = await statusMark(page);
       await runTask(page, process.env.TASK);
