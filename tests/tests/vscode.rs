@@ -869,6 +869,7 @@ const CHAT_STEER: &str = "also check the docs";
 const CHAT_PLAN: &str = "plan the overflow fix";
 const CHAT_PLAN_TEXT: &str = "Make add wrap around";
 const CHAT_CODE: &str = "go ahead";
+const CHAT_NETWORK: &str = "ping the local server";
 const CHAT_LAST: &str = "why did you leave checked_div?";
 const DIV_ORIGINAL: &str = "    if b == 0 { None } else { Some(a / b) }\n";
 const DIV_EDITED: &str = "    a.checked_div(b)\n";
@@ -901,10 +902,12 @@ fn messages_of(request: &Value, role: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_and_stops() {
+fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_asks_approval_and_stops() {
     let Some(tools) = tools_or_skip() else {
         return;
     };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1");
+    let port = listener.local_addr().unwrap().port();
     let text = |pieces: &[&str]| Reply::stream(Dialect::OpenAi, &Turn::text(pieces));
     let call = |id: &str, name: &str, arguments: Value| {
         Reply::stream(
@@ -945,7 +948,14 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_and_stops() 
             ]}),
         ),
         text(&["Proposed both."]),
-        // Turn 6: the model stalls until the user stops it.
+        // Turn 6: a command the sandbox refuses the network; the chat asks, the user allows.
+        call(
+            "n1",
+            "run_command",
+            json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")}),
+        ),
+        text(&["Connected."]),
+        // Turn 7: the model stalls until the user stops it.
         text(&["Because", " the", " plan", " said so"]).stall_after(2),
     ];
     let outcome = run_scenario(
@@ -961,12 +971,13 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_and_stops() 
             ("CHAT_STEER", CHAT_STEER),
             ("CHAT_PLAN", CHAT_PLAN),
             ("CHAT_CODE", CHAT_CODE),
+            ("CHAT_NETWORK", CHAT_NETWORK),
             ("CHAT_LAST", CHAT_LAST),
         ],
     );
     let seen = &outcome.seen;
     let requests = outcome.provider.requests();
-    assert_eq!(requests.len(), 8, "{seen:#}");
+    assert_eq!(requests.len(), 10, "{seen:#}");
     let request = |n: usize| requests[n].json();
 
     // The task reached the model with the file the editor showed.
@@ -1056,9 +1067,27 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_and_stops() 
             && told.contains("checked_div(b)"),
         "{told}"
     );
+    // The approval asked inline (no modal: it would have hidden the card), with the focus on
+    // its first answer, which Enter gave: the command ran again with the network, reaching the
+    // host.
+    let card = seen["approvalCard"].as_str().unwrap_or_default();
+    assert!(
+        card.contains("needs more than the sandbox allows") && card.contains("network"),
+        "{card}"
+    );
+    assert_eq!(seen["approvalFocused"], "allow", "{seen:#}");
+    let answered = seen["approvalAnswered"].as_str().unwrap_or_default();
+    assert!(answered.contains("allowed"), "{answered}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_ok(),
+        "the allowed command reached the listener"
+    );
+    let result = messages_of(&request(8), "tool").join("\n");
+    assert!(result.contains("as the user allowed"), "{result}");
     // Stop cancelled the stalled turn; the picker lists the session by its title.
     let stopped = seen["stopped"].as_str().unwrap_or_default();
-    assert!(stopped.contains("turn 6 cancelled"), "{stopped}");
+    assert!(stopped.contains("turn 7 cancelled"), "{stopped}");
     let picker = seen["sessionsPicker"].as_str().unwrap_or_default();
     assert!(picker.contains(wright_tests::provider::TITLE), "{picker}");
 }

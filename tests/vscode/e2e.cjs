@@ -12,7 +12,7 @@
 // chat view with an `@` completion (Enter sends), the answer streaming in, a follow-up, a message
 // sent while the turn's command runs (it joins that turn), plan mode then code mode in review,
 // one hunk of the proposal accepted and the other rejected through the diff editor's CodeLens,
-// and Stop on a turn the model stalls; screenshots of the view at each point go to ARTIFACTS.
+// an approval answered on its card in the conversation, and Stop on a turn the model stalls; screenshots of the view at each point go to ARTIFACTS.
 //
 // Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
 // every assertion about them. This script only acts and observes: it prints one JSON document
@@ -414,13 +414,29 @@ async function chatScenario(page, result) {
     text.includes(process.env.EXPECT_EDITED),
   );
 
+  // A command the sandbox refused the network: the chat asks inline, Allow runs it again.
+  await chatSend(frame, process.env.CHAT_NETWORK);
+  result.approvalCard = await until("the approval's card", async () => {
+    const cards = frame.locator(".card.approval");
+    return (await cards.count()) > 0 ? await cards.last().innerText() : "";
+  });
+  result.approvalFocused = await frame.evaluate(() => document.activeElement?.dataset?.decision ?? "");
+  await snapshot(page, "6-approval");
+  // The card took the focus (the prompt box was empty): Enter answers "Allow".
+  await page.keyboard.press("Enter");
+  result.approvalAnswered = await until("the card to say it was allowed", async () => {
+    const text = await frame.locator(".card.approval").last().innerText();
+    return /allowed/.test(text) ? text : "";
+  });
+  await chatShows(frame, "the network turn's end", /turn 6 done/);
+
   // The next turn, stopped while the model stalls.
   await chatSend(frame, process.env.CHAT_LAST);
   await chatShows(frame, "the last turn's first words", /Because/);
   await frame.locator("#stop").click();
-  result.stopped = await chatShows(frame, "the stopped turn", /turn 6 cancelled/);
+  result.stopped = await chatShows(frame, "the stopped turn", /turn 7 cancelled/);
   result.sessionsPicker = await frame.locator("#session").innerText();
-  await snapshot(page, "6-stopped");
+  await snapshot(page, "7-stopped");
 }
 
 async function main() {

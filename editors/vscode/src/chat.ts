@@ -27,6 +27,16 @@ export interface ChatHost {
   applyModeChanged(sessionId: string, applyMode: ApplyMode): void;
   showDiff(sessionId: string, path: string): Promise<void>;
   pickHunks(sessionId: string, hunks: string[], accept: boolean): Promise<void>;
+  /** The modal approval prompt, for a request the view can no longer show. */
+  askApprovalInModal(params: proto.RequestApprovalParams): Promise<proto.RequestApprovalResult>;
+}
+
+type Decision = proto.RequestApprovalResult["decision"];
+
+interface PendingApproval {
+  sessionId: string;
+  request: proto.RequestApprovalParams;
+  answer: (decision: Decision) => void;
 }
 
 interface Conversation {
@@ -51,6 +61,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
   /** "Wright: Open Chat" asked for the prompt box before the page was ready. */
   private focusWhenReady = false;
+  /** Approvals shown in the view and not answered yet, by the view's id. */
+  private readonly approvals = new Map<string, PendingApproval>();
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -80,6 +92,10 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     webview.onDidReceiveMessage((message: FromWebview) => this.onMessage(message), undefined, this.disposables);
     view.onDidDispose(() => {
       this.view = undefined;
+      // The server still waits for these: the modal asks instead.
+      for (const [id, pending] of [...this.approvals]) {
+        void this.host.askApprovalInModal(pending.request).then((result) => this.answer(id, result.decision));
+      }
     });
   }
 
@@ -112,6 +128,34 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     if (event.kind === "turn" || event.kind === "title" || event.kind === "finished") {
       this.refreshSessions();
     }
+  }
+
+  /** Whether the user sees this session's conversation now: its approvals can ask inline. */
+  shows(sessionId: string): boolean {
+    return this.view?.visible === true && this.selected === sessionId;
+  }
+
+  /** Asks in the conversation, with Allow / Allow for This Session / Deny on a card. */
+  askApproval(request: proto.RequestApprovalParams): Promise<proto.RequestApprovalResult> {
+    const id = randomBytes(8).toString("hex");
+    return new Promise((resolve) => {
+      this.approvals.set(id, {
+        sessionId: request.sessionId,
+        request,
+        answer: (decision) => resolve({ decision }),
+      });
+      this.add(request.sessionId, { type: "approval", id, request });
+    });
+  }
+
+  private answer(id: string, decision: Decision): void {
+    const pending = this.approvals.get(id);
+    if (!pending) {
+      return; // answered already (a second click, or the modal after the view came back)
+    }
+    this.approvals.delete(id);
+    pending.answer(decision);
+    this.add(pending.sessionId, { type: "approved", id, decision });
   }
 
   /** Hunks were accepted or rejected (from the chat's card, the diff's CodeLens or its title). */
@@ -180,6 +224,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         }
         case "hunk":
           await this.host.pickHunks(message.sessionId, [message.hunkId], message.accept);
+          return;
+        case "approve":
+          this.answer(message.id, message.decision);
           return;
       }
     } catch (err) {

@@ -13,6 +13,10 @@ export type ChatItem =
   | { type: "steer"; message: string; turn: number }
   /** Hunks of a proposal the user accepted or rejected (the server announces only what is left). */
   | { type: "decided"; hunks: string[]; accepted: boolean }
+  /** The server asks to let a command do more than the sandbox allows; `id` is the view's own. */
+  | { type: "approval"; id: string; request: proto.RequestApprovalParams }
+  /** The user's answer to the approval `id` (or the modal's, when the view went away). */
+  | { type: "approved"; id: string; decision: proto.RequestApprovalResult["decision"] }
   | { type: "error"; message: string };
 
 /** What the view's pickers say, sent with every message. */
@@ -58,4 +62,5 @@ export type FromWebview =
   | { type: "complete"; query: string }
   | { type: "openDiff"; sessionId: string; path: string }
   | { type: "openFile"; path: string }
-  | { type: "hunk"; sessionId: string; hunkId: string; accept: boolean };
+  | { type: "hunk"; sessionId: string; hunkId: string; accept: boolean }
+  | { type: "approve"; id: string; decision: proto.RequestApprovalResult["decision"] };

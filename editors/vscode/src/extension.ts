@@ -505,7 +505,18 @@ class Wright implements ChatHost {
     }
   }
 
+  /** In the chat when it shows the session, else in a modal dialog. */
   private async askApproval(
+    params: proto.RequestApprovalParams,
+  ): Promise<proto.RequestApprovalResult> {
+    const result = this.chat.shows(params.sessionId)
+      ? await this.chat.askApproval(params)
+      : await this.askApprovalInModal(params);
+    this.log.line(`[${params.sessionId}] approval (${params.kind}): ${result.decision}`);
+    return result;
+  }
+
+  async askApprovalInModal(
     params: proto.RequestApprovalParams,
   ): Promise<proto.RequestApprovalResult> {
     const what = params.command ? `\`${params.command}\`` : "A command";
@@ -517,7 +528,6 @@ class Wright implements ChatHost {
     );
     const decision =
       choice === "Allow" ? "allow" : choice === "Allow for This Session" ? "allowAlways" : "deny";
-    this.log.line(`[${params.sessionId}] approval (${params.kind}): ${decision}`);
     return { decision };
   }
 

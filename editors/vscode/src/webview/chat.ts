@@ -81,6 +81,18 @@ class Conversation {
       this.note(item.message, "error");
       return;
     }
+    if (item.type === "approval") {
+      this.approval(item.id, item.request);
+      return;
+    }
+    if (item.type === "approved") {
+      const card = log.querySelector<HTMLElement>(`.card.approval[data-approval="${item.id}"]`);
+      card?.classList.add("answered", item.decision === "deny" ? "denied" : "allowed");
+      card?.querySelector(".approval-actions")?.replaceChildren(
+        APPROVAL_ANSWERS[item.decision as keyof typeof APPROVAL_ANSWERS] ?? item.decision,
+      );
+      return;
+    }
     this.event(item.event);
   }
 
@@ -245,6 +257,37 @@ class Conversation {
     this.append(card);
   }
 
+  /** A command asks for more than the sandbox allows: the answer goes back to the server. */
+  private approval(id: string, request: proto.RequestApprovalParams): void {
+    const card = document.createElement("div");
+    card.className = "card approval";
+    card.dataset.approval = id;
+    card.setAttribute("role", "group");
+    card.setAttribute("aria-label", "Approval needed");
+    const what = request.command ? `<code>${escapeHtml(request.command)}</code>` : "A command";
+    card.innerHTML =
+      `<div class="approval-head">${what} needs more than the sandbox allows (${escapeHtml(request.kind)}).</div>` +
+      `<div class="approval-reason">${escapeHtml(request.reason)}</div>`;
+    const actions = document.createElement("div");
+    actions.className = "approval-actions";
+    for (const decision of ["allow", "allowAlways", "deny"] as const) {
+      const button = document.createElement("button");
+      button.textContent = APPROVAL_CHOICES[decision];
+      button.dataset.decision = decision;
+      if (decision === "deny") {
+        button.className = "secondary";
+      }
+      button.addEventListener("click", () => post({ type: "approve", id, decision }));
+      actions.append(button);
+    }
+    card.append(actions);
+    this.append(card);
+    // Answerable from the keyboard at once (Enter allows), unless the user is typing a message.
+    if (document.activeElement !== prompt || prompt.value === "") {
+      actions.querySelector("button")?.focus();
+    }
+  }
+
   private userMessage(text: string, label: string): void {
     this.answer = undefined;
     const block = document.createElement("div");
@@ -270,6 +313,9 @@ class Conversation {
     log.scrollTop = log.scrollHeight;
   }
 }
+
+const APPROVAL_CHOICES = { allow: "Allow", allowAlways: "Allow for This Session", deny: "Deny" } as const;
+const APPROVAL_ANSWERS = { allow: "allowed", allowAlways: "allowed for this session", deny: "denied" } as const;
 
 function diffLines(text: string, mark: "-" | "+"): string {
   if (text === "") {
