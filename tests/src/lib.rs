@@ -6,6 +6,7 @@
 //! by the test (an unexpected warning is a bug to look at, not noise), and every wait is bounded
 //! so a hung server fails the test instead of hanging it.
 
+pub mod first_byte;
 pub mod provider;
 pub mod recovery;
 pub mod session;

@@ -20,7 +20,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
@@ -515,6 +515,9 @@ struct State {
     /// The session-title side calls, answered by the provider itself (see [`TITLE`]).
     title_requests: Vec<RecordedRequest>,
     outcomes: Vec<Outcome>,
+    /// When the first byte of each scripted reply's stream was written (a benchmark's clock:
+    /// wall time, so another process, an editor, can stamp what it saw against it).
+    first_bytes: Vec<SystemTime>,
 }
 
 struct Shared {
@@ -615,6 +618,11 @@ impl ScriptedProvider {
 
     pub fn outcomes(&self) -> Vec<Outcome> {
         self.shared.state.lock().unwrap().outcomes.clone()
+    }
+
+    /// When each streamed scripted reply (title calls aside) began, in the order they did.
+    pub fn first_bytes(&self) -> Vec<SystemTime> {
+        self.shared.state.lock().unwrap().first_bytes.clone()
     }
 }
 
@@ -840,6 +848,14 @@ fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared:
         }
         if sent > 0 && !pause(reply.token_delay, shared) {
             return false;
+        }
+        if sent == 0 && !reply.untracked {
+            shared
+                .state
+                .lock()
+                .unwrap()
+                .first_bytes
+                .push(SystemTime::now());
         }
         let size = reply.write_size.unwrap_or(event.len());
         for piece in event.as_bytes().chunks(size) {

@@ -110,6 +110,11 @@ fn run_lua_script(script: &Path, test: &str, provider: &ScriptedProvider) -> Opt
         .env("WRIGHT_MODEL", "openai/gpt-4.1")
         .env("OPENAI_BASE_URL", provider.openai_base_url())
         .env("OPENAI_API_KEY", "sk-nvim-test")
+        // The measurement's length (see `first_byte_of_each_follow_up_to_the_chat_buffer`).
+        .env(
+            wright_tests::first_byte::TURNS_VAR,
+            wright_tests::first_byte::turns().to_string(),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -466,4 +471,33 @@ fn review_per_hunk_accepts_one_in_diff_mode_and_the_model_hears_of_the_other() {
         last.contains("the user rejected these proposed changes") && last.contains("checked_div"),
         "{last}"
     );
+}
+
+/// `cargo xtask bench chat` runs this: follow-ups sent from the chat buffer, each answer's
+/// marker stamped when the buffer first holds it (no timing is judged here).
+#[test]
+#[ignore = "a measurement: `cargo xtask bench chat` runs it"]
+fn first_byte_of_each_follow_up_to_the_chat_buffer() {
+    use wright_tests::first_byte;
+    let provider = ScriptedProvider::start();
+    let turns = first_byte::turns();
+    for reply in first_byte::replies(turns) {
+        provider.push(reply);
+    }
+    let Some(run) = run_lua("first_byte", &provider) else {
+        return;
+    };
+    let stamps = run
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("STAMPS "))
+        .expect("the script prints its stamps");
+    let stamps: std::collections::BTreeMap<String, f64> =
+        serde_json::from_str(stamps).expect("stamps are JSON");
+    let seen = stamps
+        .into_iter()
+        .map(|(k, at)| (k.parse().expect("a turn number"), at))
+        .collect();
+    assert_eq!(provider.requests().len(), turns + 1);
+    first_byte::write(&first_byte::latencies(&provider, &seen));
 }

@@ -17,8 +17,12 @@
 //!   streamed and rendered, a follow-up carrying the first turn, a message sent while the turn's
 //!   command runs joining that turn, a plan turn (no `edit` offered) then a code turn in review,
 //!   one hunk of two accepted and the other rejected from the diff editor's CodeLens (the buffer
-//!   holds exactly the accepted one; the model is told of the other), and Stop. Its screenshots
+//!   holds exactly the accepted one; the model is told of the other), an approval answered on
+//!   its card in the conversation, and Stop. Its screenshots
 //!   are kept under `target/test-artifacts/vscode/chat/`.
+//!
+//! `first_byte_of_each_follow_up_to_the_chat_view` is ignored: it is `cargo xtask bench chat`'s
+//! VS Code run (follow-ups whose answers the view's page stamps as they land).
 //!
 //! The tools live under `target/editors/` (`cargo xtask e2e vscode --install` puts them
 //! there). Without them the test says how to get them and passes, except under `CI`, where a
@@ -1090,4 +1094,32 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_asks_approva
     assert!(stopped.contains("turn 7 cancelled"), "{stopped}");
     let picker = seen["sessionsPicker"].as_str().unwrap_or_default();
     assert!(picker.contains(wright_tests::provider::TITLE), "{picker}");
+}
+
+/// `cargo xtask bench chat` runs this: follow-ups sent from the chat view, each answer's marker
+/// stamped when the view's page first holds it (no timing is judged here).
+#[test]
+#[ignore = "a measurement: `cargo xtask bench chat` runs it"]
+fn first_byte_of_each_follow_up_to_the_chat_view() {
+    use wright_tests::first_byte;
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let turns = first_byte::turns();
+    let outcome = run_scenario(
+        &tools,
+        "firstByte",
+        json!({}),
+        first_byte::replies(turns),
+        &[("CHAT_TASK", CHAT_TASK), ("TURNS", &turns.to_string())],
+    );
+    let stamps = outcome.seen["stamps"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no stamps in {:#}", outcome.seen));
+    let seen = stamps
+        .iter()
+        .map(|(k, at)| (k.parse().expect("a turn number"), at.as_f64().expect("ms")))
+        .collect();
+    assert_eq!(outcome.provider.requests().len(), turns + 1);
+    first_byte::write(&first_byte::latencies(&outcome.provider, &seen));
 }

@@ -12,7 +12,9 @@
 // chat view with an `@` completion (Enter sends), the answer streaming in, a follow-up, a message
 // sent while the turn's command runs (it joins that turn), plan mode then code mode in review,
 // one hunk of the proposal accepted and the other rejected through the diff editor's CodeLens,
-// an approval answered on its card in the conversation, and Stop on a turn the model stalls; screenshots of the view at each point go to ARTIFACTS.
+// an approval answered on its card in the conversation, and Stop on a turn the model stalls;
+// screenshots of the view at each point go to ARTIFACTS. SCENARIO `firstByte` (for `cargo xtask
+// bench chat`): TURNS follow-ups, each answer's `MARK-k` stamped as it lands in the view's page.
 //
 // Started by tests/tests/vscode.rs, which owns code-server, the scripted model provider and
 // every assertion about them. This script only acts and observes: it prints one JSON document
@@ -439,6 +441,37 @@ async function chatScenario(page, result) {
   await snapshot(page, "7-stopped");
 }
 
+/**
+ * For `cargo xtask bench chat`: a task, then TURNS follow-ups from the chat view; the wall time
+ * at which the conversation first holds each answer's `MARK-k` (stamped by a MutationObserver in
+ * the view's page, as the text lands in the DOM) goes to `result.stamps`.
+ */
+async function firstByteScenario(page, result) {
+  await runCommand(page, "Wright: Open Chat");
+  const frame = await chatFrame(page);
+  await chatSend(frame, process.env.CHAT_TASK);
+  await chatShows(frame, "the first turn's end", /turn 1 done/);
+  await frame.evaluate(() => {
+    const stamps = {};
+    window.__wrightStamps = stamps;
+    const log = document.getElementById("log");
+    new MutationObserver(() => {
+      const now = performance.timeOrigin + performance.now();
+      for (const match of log.textContent.matchAll(/MARK-(\d+)/g)) {
+        if (!(match[1] in stamps)) {
+          stamps[match[1]] = now;
+        }
+      }
+    }).observe(log, { childList: true, subtree: true, characterData: true });
+  });
+  const turns = Number(process.env.TURNS);
+  for (let k = 1; k <= turns; k++) {
+    await chatSend(frame, `follow-up ${k}`);
+    await chatShows(frame, `turn ${k + 1}'s end`, new RegExp(`turn ${k + 1} done`));
+  }
+  result.stamps = await frame.evaluate(() => window.__wrightStamps);
+}
+
 async function main() {
   const context = await chromium.launchPersistentContext(process.env.PROFILE, {
     executablePath: process.env.CHROMIUM,
@@ -478,6 +511,8 @@ async function main() {
 
     if (process.env.SCENARIO === "chat") {
       await chatScenario(page, result);
+    } else if (process.env.SCENARIO === "firstByte") {
+      await firstByteScenario(page, result);
     } else if (process.env.SCENARIO === "approval") {
       // The model's command needs the network: the extension asks with a modal dialog.
       let mark = await statusMark(page);

@@ -5,6 +5,7 @@
 //! benches import `shared`, this module imports the benches, and nothing imports back).
 
 mod agent;
+mod chat;
 mod compaction;
 mod edit;
 mod index;
@@ -24,8 +25,8 @@ use anyhow::bail;
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
         bail!(
-            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `load`, \
-             `recovery`, `local` or `sandbox`"
+            "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `chat`, \
+             `load`, `recovery`, `local` or `sandbox`"
         );
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
@@ -35,6 +36,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "llm" => llm::run(&args[1..])?,
         "compaction" => compaction::run(&args[1..])?,
         "agent" => agent::run(&args[1..])?,
+        "chat" => chat::run(&args[1..])?,
         "load" => load::run(&args[1..])?,
         "recovery" => recovery::run(&args[1..])?,
         "local" => local::run(&args[1..])?,
@@ -50,7 +52,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         other => {
             bail!(
                 "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction`, `agent`, `load`, `recovery`, `local` and `sandbox`"
+                 `compaction`, `agent`, `chat`, `load`, `recovery`, `local` and `sandbox`"
             )
         }
     };
