@@ -482,9 +482,16 @@ class Wright implements ChatHost {
     }
   }
 
-  /** Review mode's end: the proposals as diffs, and the choice to accept or reject them. */
+  /**
+   * Review mode's end: the proposals as diffs, and the choice to accept or reject them — in a
+   * notification, unless the chat shows the session: its proposal cards and the diff's
+   * CodeLenses hold the choice there, and a notification would outlive the hunks decided.
+   */
   private async offerReview(sessionId: string): Promise<void> {
     await this.proposals.showDiffs(sessionId);
+    if (this.chat.shows(sessionId)) {
+      return;
+    }
     const files = this.proposals.paths(sessionId);
     const choice = await vscode.window.showInformationMessage(
       `Wright proposes edits to ${describeFiles(files)}.`,
