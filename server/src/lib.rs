@@ -3,6 +3,7 @@
 //! The binary (`main.rs`) is a thin command line over these modules; `docs/architecture.md`
 //! is the map of what each owns and the invariants it keeps.
 
+pub mod acp;
 pub mod agent;
 pub mod buffers;
 pub mod compaction;

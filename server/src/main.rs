@@ -100,6 +100,9 @@ struct Cli {
 enum Command {
     /// Serve the Language Server Protocol on stdin/stdout (what editors run).
     Lsp,
+    /// Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, CodeCompanion, avante,
+    /// agent-shell): each session works in the folder its client names.
+    Acp,
     /// Show the configuration wright resolves, where each value came from, and the log.
     Doctor {
         /// Print one JSON document.
@@ -268,6 +271,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let log = init_logging(cli.log_file.as_deref())?;
     match cli.command {
+        Command::Acp => {
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            Ok(ExitCode::from(runtime.block_on(wright::acp::run_stdio()) as u8))
+        }
         Command::Lsp => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             let options = wright::lsp::ServerOptions {

@@ -170,6 +170,14 @@ impl Prepared {
         })
     }
 
+    /// Names a new session `id` (a front end that gave the client an id before the session
+    /// opened: ACP's `session/new`); a session taken up from its journal keeps its own.
+    pub fn name(&mut self, id: &str) {
+        if self.resumed.is_none() {
+            self.id = id.to_owned();
+        }
+    }
+
     /// The handle a front end keeps to add turns and change settings.
     pub fn conversation(&self) -> Arc<Conversation> {
         Arc::clone(&self.conversation)
