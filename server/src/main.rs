@@ -273,7 +273,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Acp => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            Ok(ExitCode::from(runtime.block_on(wright::acp::run_stdio()) as u8))
+            Ok(ExitCode::from(
+                runtime.block_on(wright::acp::run_stdio()) as u8
+            ))
         }
         Command::Lsp => {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;

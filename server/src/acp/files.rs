@@ -51,11 +51,23 @@ impl ClientFiles {
         }
     }
 
+    /// The workspace-relative form of `absolute` when it names a file inside the root by
+    /// plain components only: nothing else is ever asked of, or written through, the client
+    /// (the tools check paths first; this holds even if one forgot).
+    fn inside(&self, absolute: &Path) -> Option<PathBuf> {
+        let relative = absolute.strip_prefix(&self.root).ok()?;
+        let plain = relative
+            .components()
+            .all(|part| matches!(part, std::path::Component::Normal(_)));
+        (plain && !relative.as_os_str().is_empty()).then(|| relative.to_owned())
+    }
+
     /// The text the client shows for `absolute`, if it reads files and has it.
     fn read(&self, absolute: &Path) -> Option<String> {
         if !self.reads {
             return None;
         }
+        let relative = self.inside(absolute)?;
         let answer = self.peer.request_blocking(
             "fs/read_text_file",
             json!({"sessionId": self.session, "path": absolute}),
@@ -63,12 +75,10 @@ impl ClientFiles {
         match answer {
             Ok(value) => {
                 let text = value["content"].as_str()?.to_owned();
-                if let Ok(relative) = absolute.strip_prefix(&self.root) {
-                    self.seen
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(relative.to_owned(), text.clone());
-                }
+                self.seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(relative, text.clone());
                 Some(text)
             }
             Err(why) => {
@@ -92,7 +102,6 @@ impl ClientFiles {
     pub fn take_changed(&self) -> Vec<Changed> {
         std::mem::take(&mut *self.changed.lock().unwrap_or_else(|e| e.into_inner()))
     }
-
 }
 
 impl Overlay for ClientFiles {
@@ -115,11 +124,7 @@ impl AcpTarget {
     }
 
     fn record(&self, plan: &Plan) {
-        let mut changed = self
-            .files
-            .changed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut changed = self.files.changed.lock().unwrap_or_else(|e| e.into_inner());
         for file in &plan.files {
             changed.push(Changed {
                 path: self.files.root.join(&file.path),
@@ -180,6 +185,12 @@ impl EditTarget for AcpTarget {
         };
         for file in plan.files.iter().filter(|file| file.after.is_some()) {
             let absolute = self.files.root.join(&file.path);
+            if self.files.inside(&absolute).is_none() {
+                return Err(EditError::Io {
+                    path: file.path.clone(),
+                    source: std::io::Error::other("outside the session's folder"),
+                });
+            }
             let text = file.after.clone().unwrap_or_default();
             self.files
                 .peer

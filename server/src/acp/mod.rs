@@ -32,7 +32,7 @@ use peer::Peer;
 /// The protocol version wright speaks.
 const PROTOCOL_VERSION: u64 = 1;
 /// The longest line read; a longer one is refused (and skipped) without buffering it all.
-const MAX_LINE: usize = 64 * 1024 * 1024;
+const MAX_LINE: usize = 32 * 1024 * 1024;
 
 /// What the client declared at `initialize`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -102,7 +102,12 @@ pub async fn run_stdio() -> i32 {
         }
     }
     // Sessions still running are cancelled: their client is gone.
-    for session in agent.sessions.lock().unwrap_or_else(|e| e.into_inner()).values() {
+    for session in agent
+        .sessions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+    {
         if let Some(running) = &session.running {
             running.cancel.cancel();
             running.conversation.close();
@@ -120,9 +125,7 @@ enum Line {
 
 /// The next line, without its newline; `None` at the end of input. Invalid UTF-8 is replaced
 /// (the JSON parse then refuses it with a message).
-async fn read_line(
-    reader: &mut BufReader<tokio::io::Stdin>,
-) -> std::io::Result<Option<Line>> {
+async fn read_line(reader: &mut BufReader<tokio::io::Stdin>) -> std::io::Result<Option<Line>> {
     let mut line = Vec::new();
     let mut too_long = false;
     loop {
@@ -219,7 +222,11 @@ impl Agent {
     fn notification(&self, method: &str, params: &Value) {
         if method == "session/cancel"
             && let Some(id) = params["sessionId"].as_str()
-            && let Some(session) = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id)
+            && let Some(session) = self
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(id)
             && let Some(running) = &session.running
         {
             running.cancel.cancel();
@@ -247,11 +254,14 @@ impl Agent {
     /// The session's folder and configuration from `cwd`; MCP servers refused until wright
     /// reads them.
     fn place(params: &Value) -> Result<(PathBuf, Config), (i64, String)> {
-        if params["mcpServers"].as_array().is_some_and(|servers| !servers.is_empty()) {
+        if params["mcpServers"]
+            .as_array()
+            .is_some_and(|servers| !servers.is_empty())
+        {
             return Err((
                 -32602,
-                "wright does not connect to MCP servers yet; start the session without \
-                 mcpServers"
+                "MCP servers are not supported yet: wright's MCP client is still to come \
+                 (issue 24); start the session without mcpServers"
                     .to_owned(),
             ));
         }
@@ -260,7 +270,10 @@ impl Agent {
             .ok_or((-32602, "cwd: an absolute path is required".to_owned()))?;
         let cwd = Path::new(cwd);
         if !cwd.is_absolute() {
-            return Err((-32602, format!("cwd {}: not an absolute path", cwd.display())));
+            return Err((
+                -32602,
+                format!("cwd {}: not an absolute path", cwd.display()),
+            ));
         }
         // host path: the session's folder, named by the client, before any handle on it.
         let root = std::fs::canonicalize(cwd)
@@ -283,18 +296,21 @@ impl Agent {
             "modes": modes(Mode::Code),
             "configOptions": [model_option(model.as_deref().unwrap_or("auto"))],
         });
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(
-            id.clone(),
-            AcpSession {
-                id,
-                root,
-                config,
-                mode: Mode::Code,
-                model,
-                journaled: false,
-                running: None,
-            },
-        );
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                id.clone(),
+                AcpSession {
+                    id,
+                    root,
+                    config,
+                    mode: Mode::Code,
+                    model,
+                    journaled: false,
+                    running: None,
+                },
+            );
         Ok(answer)
     }
 
@@ -307,33 +323,32 @@ impl Agent {
             .ok_or((-32602, "sessionId is required".to_owned()))?;
         let env = |var: &str| std::env::var(var).ok();
         let data_dir = config::data_dir(&env).map_err(|err| (-32603, err.to_string()))?;
-        let recorded = agent::journal::Recorded::find(
-            &agent::journal::sessions_dir(&data_dir, &root),
-            id,
-        )
-        .map_err(|err| (-32002, err.to_string()))?;
+        let recorded =
+            agent::journal::Recorded::find(&agent::journal::sessions_dir(&data_dir, &root), id)
+                .map_err(|err| (-32002, err.to_string()))?;
         for update in updates::replay(&recorded, &root) {
-            self.peer.notify(
-                "session/update",
-                json!({"sessionId": id, "update": update}),
-            );
+            self.peer
+                .notify("session/update", json!({"sessionId": id, "update": update}));
         }
         let answer = json!({
             "modes": modes(recorded.mode),
             "configOptions": [model_option(&recorded.model)],
         });
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(
-            id.to_owned(),
-            AcpSession {
-                id: id.to_owned(),
-                root,
-                config,
-                mode: recorded.mode,
-                model: Some(recorded.model.clone()),
-                journaled: true,
-                running: None,
-            },
-        );
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                id.to_owned(),
+                AcpSession {
+                    id: id.to_owned(),
+                    root,
+                    config,
+                    mode: recorded.mode,
+                    model: Some(recorded.model.clone()),
+                    journaled: true,
+                    running: None,
+                },
+            );
         Ok(answer)
     }
 
@@ -385,11 +400,15 @@ impl Agent {
     fn prompt(self: &Arc<Self>, id: &Value, params: &Value) -> Result<(), (i64, String)> {
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        let session = sessions
-            .get_mut(&session_id)
-            .ok_or((-32002, format!("no session {session_id:?}: session/new or session/load first")))?;
-        let message = user_message(params["prompt"].as_array().map_or(&[][..], Vec::as_slice), &session.root)
-            .map_err(|why| (-32602, why))?;
+        let session = sessions.get_mut(&session_id).ok_or((
+            -32002,
+            format!("no session {session_id:?}: session/new or session/load first"),
+        ))?;
+        let message = user_message(
+            params["prompt"].as_array().map_or(&[][..], Vec::as_slice),
+            &session.root,
+        )
+        .map_err(|why| (-32602, why))?;
         if let Some(running) = &session.running {
             let joined = running
                 .conversation
@@ -418,7 +437,11 @@ impl Agent {
 
     /// Opens the session through the launcher with the client's files, wright's sandbox and
     /// the client's permission prompts, and forwards its events as `session/update`s.
-    fn start(self: &Arc<Self>, session: &AcpSession, message: UserMessage) -> Result<Running, String> {
+    fn start(
+        self: &Arc<Self>,
+        session: &AcpSession,
+        message: UserMessage,
+    ) -> Result<Running, String> {
         let env = |var: &str| std::env::var(var).ok();
         let data_dir = config::data_dir(&env).map_err(|err| err.to_string())?;
         let cache_dir = config::cache_dir(&env).map_err(|err| err.to_string())?;
@@ -475,7 +498,9 @@ impl Agent {
                     )
                     .requiring_approval(agent::sandboxed::approval_patterns(&session.config))
                     .with_settings(crate::sandbox::policy::settings(&session.config))
-                    .with_network(agent::sandboxed::NetworkPolicy::from_config(&session.config))
+                    .with_network(agent::sandboxed::NetworkPolicy::from_config(
+                        &session.config,
+                    ))
                     .with_approver(Arc::clone(&approver));
                 Ok(Arc::new(runner))
             })
@@ -569,7 +594,10 @@ fn user_message(blocks: &[Value], root: &Path) -> Result<UserMessage, String> {
                 let uri = block["uri"].as_str().unwrap_or_default();
                 let shown = file_path(uri)
                     .and_then(|path| path.strip_prefix(root).ok().map(Path::to_path_buf))
-                    .map_or_else(|| uri.to_owned(), |relative| format!("@{}", relative.display()));
+                    .map_or_else(
+                        || uri.to_owned(),
+                        |relative| format!("@{}", relative.display()),
+                    );
                 text.push_str(&format!(" {shown} "));
             }
             Some("resource") => {
@@ -580,14 +608,21 @@ fn user_message(blocks: &[Value], root: &Path) -> Result<UserMessage, String> {
                         resource["uri"].as_str().unwrap_or("an attached resource"),
                         body.trim_end()
                     )),
-                    None => return Err("an embedded resource without text: wright reads text resources only".to_owned()),
+                    None => {
+                        return Err(
+                            "an embedded resource without text: wright reads text resources only"
+                                .to_owned(),
+                        );
+                    }
                 }
             }
             Some("image") => images.push(Image {
                 media_type: block["mimeType"].as_str().unwrap_or_default().to_owned(),
                 data: block["data"].as_str().unwrap_or_default().to_owned(),
             }),
-            Some("audio") => return Err("wright takes no audio (promptCapabilities.audio is false)".to_owned()),
+            Some("audio") => {
+                return Err("wright takes no audio (promptCapabilities.audio is false)".to_owned());
+            }
             other => return Err(format!("a content block of type {other:?}")),
         }
     }

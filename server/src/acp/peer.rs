@@ -50,7 +50,9 @@ impl Peer {
     }
 
     pub fn error(&self, id: &Value, code: i64, message: &str) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
     }
 
     /// Sends a request to the client and waits for its answer. `Err` says why there is none

@@ -49,7 +49,14 @@ impl Mapper {
                 arguments,
             } => {
                 self.calls.insert(id.clone(), name.clone());
-                vec![tool_call(&self.root, id, name, arguments, "in_progress", Vec::new())]
+                vec![tool_call(
+                    &self.root,
+                    id,
+                    name,
+                    arguments,
+                    "in_progress",
+                    Vec::new(),
+                )]
             }
             AgentEvent::ToolResult {
                 id,
@@ -115,7 +122,10 @@ impl Mapper {
                 "currentModeId": mode,
             })],
             AgentEvent::Error { message } => {
-                vec![chunk("agent_message_chunk", &format!("\n\nerror: {message}\n"))]
+                vec![chunk(
+                    "agent_message_chunk",
+                    &format!("\n\nerror: {message}\n"),
+                )]
             }
             _ => Vec::new(),
         }
