@@ -208,6 +208,9 @@ fn scenario(sdk: Sdk, dir: &TempDir, provider: &ScriptedProvider, scenario: &Val
             .collect(),
         stderr: err.join().unwrap(),
     };
+    if std::env::var_os("WRIGHT_ACP_SHOW").is_some() {
+        eprintln!("the {sdk:?} client's transcript:\n{transcript}");
+    }
     match status {
         None => panic!("the {sdk:?} client overran {SCENARIO_TIMEOUT:?}:\n{transcript}"),
         Some(status) if !status.success() => {
@@ -261,6 +264,7 @@ fn a_session_of_two_prompts_through_the_typescript_sdk() {
         &Turn::text(&["The first ", "answer."]).usage(1000, 0, 20),
     ));
     provider.push(text("The second answer."));
+    provider.push(text("The plan."));
     let transcript = scenario(
         Sdk::Node,
         &dir,
@@ -278,6 +282,7 @@ fn a_session_of_two_prompts_through_the_typescript_sdk() {
             ]},
             {"op": "set_mode", "modeId": "plan"},
             {"op": "set_model", "value": "openai/gpt-4.1-mini"},
+            prompt("plan it"),
             {"op": "new", "cwd": ws, "mcpServers": [{"name": "x", "command": "/bin/true", "args": [], "env": []}]},
         ]}),
     );
@@ -303,13 +308,24 @@ fn a_session_of_two_prompts_through_the_typescript_sdk() {
     assert_eq!(new["configOptions"][0]["id"], "model");
     assert_eq!(new["configOptions"][0]["currentValue"], "openai/gpt-4.1");
     let prompts = transcript.answers("prompt");
-    assert_eq!(prompts.len(), 2, "{transcript}");
+    assert_eq!(prompts.len(), 3, "{transcript}");
     for answer in &prompts {
         assert_eq!(answer["result"]["stopReason"], "end_turn", "{transcript}");
     }
     assert_eq!(
         transcript.text("agent_message_chunk"),
-        "The first answer.The second answer."
+        "The first answer.The second answer.The plan."
+    );
+    let modes = transcript.updates("current_mode_update");
+    assert_eq!(
+        modes.last().unwrap()["currentModeId"],
+        "plan",
+        "{transcript}"
+    );
+    assert_eq!(
+        provider.requests()[2].json()["model"],
+        "gpt-4.1-mini",
+        "the switched model answers the next prompt"
     );
     let usage = transcript.updates("usage_update");
     assert!(
@@ -319,7 +335,7 @@ fn a_session_of_two_prompts_through_the_typescript_sdk() {
         "{transcript}"
     );
     let requests = provider.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 3);
     let (first, second) = (requests[0].json(), requests[1].json());
     let history = first["messages"].as_array().unwrap();
     assert_eq!(
@@ -369,6 +385,11 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
     let path = format!("{ws}/src/lib.rs");
     let unsaved = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b // UNSAVED\n}\n";
     let provider = ScriptedProvider::start();
+    provider.push(call(
+        "p1",
+        "update_plan",
+        json!({"steps": [{"title": "read add", "status": "in_progress"}, {"title": "fix add", "status": "pending"}]}),
+    ));
     provider.push(call("r1", "read_file", json!({"path": "src/lib.rs"})));
     provider.push(call(
         "e1",
@@ -391,7 +412,16 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
         "end_turn",
         "{transcript}"
     );
-    let read_output = &provider.requests()[1].tool_results()[0];
+    let plans = transcript.updates("plan");
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            {"content": "read add", "priority": "medium", "status": "in_progress"},
+            {"content": "fix add", "priority": "medium", "status": "pending"},
+        ]),
+        "{transcript}"
+    );
+    let read_output = &provider.requests()[2].tool_results()[1];
     assert!(read_output.contains("UNSAVED"), "{read_output}");
     assert!(
         transcript

@@ -39,9 +39,27 @@ impl Mapper {
     pub fn map(&mut self, event: &AgentEvent) -> Vec<Value> {
         match event {
             AgentEvent::TextDelta { text } => vec![chunk("agent_message_chunk", text)],
+            // The harness's own notes on the work, not the model's answer: thoughts. (The
+            // model clients stream no reasoning text; these are the thoughts there are.)
             AgentEvent::StepRetried { reason, .. } => vec![chunk(
-                "agent_message_chunk",
-                &format!("\n\n(the answer was cut — {reason} — and restarts)\n\n"),
+                "agent_thought_chunk",
+                &format!("The answer was cut ({reason}); asking again.\n"),
+            )],
+            AgentEvent::Compacted {
+                tokens_before,
+                tokens_after,
+                summarized,
+                ..
+            } => vec![chunk(
+                "agent_thought_chunk",
+                &format!(
+                    "The context was compacted ({}): {tokens_before} → {tokens_after} tokens.\n",
+                    if *summarized {
+                        "older turns summarized"
+                    } else {
+                        "old outputs masked"
+                    }
+                ),
             )],
             AgentEvent::ToolCall {
                 id,
