@@ -162,8 +162,13 @@ fn scenario(sdk: Sdk, dir: &TempDir, provider: &ScriptedProvider, scenario: &Val
             command
         }
     };
+    // As the LSP tests' servers: nothing of the developer's environment (configuration, keys)
+    // but PATH.
     command
         .arg(&file)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path().join("home"))
         .env("WRIGHT_BIN", wright_bin())
         .env("WRIGHT_LOG", "wright=debug")
         .stdin(Stdio::null())
@@ -713,6 +718,8 @@ fn malformed_and_hostile_lines_are_answered_and_serving_goes_on() {
     let mut command = Command::new(wright_bin());
     command
         .arg("acp")
+        .env_clear()
+        .env("HOME", dir.path().join("home"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

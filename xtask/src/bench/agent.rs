@@ -12,6 +12,9 @@
 //! step's request body for the OpenAI API. Peak memory is the process's high-water mark after
 //! the session, against before it.
 //!
+//! Then the front ends' share (`front_ends.rs`): the same kind of session through `wright acp`
+//! and through `wright lsp`, the binaries over stdio, in the same run.
+//!
 //! It runs in the debug build `cargo xtask` uses, so the figures are upper bounds of a
 //! release build's.
 
@@ -112,7 +115,33 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     let result = measure(&root, &data_dir);
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&data_dir);
-    result
+    let mut body = result?;
+    let figures = super::front_ends::measure()?;
+    let ((acp50, acp99), (lsp50, lsp99)) = (figures.acp, figures.lsp);
+    writeln!(
+        body,
+        "\nThrough the front ends, the binaries over stdio: the same session ({} steps of an \
+         instant `read_file` answer from the scripted provider over loopback HTTP, then text), \
+         through `wright acp` (updates as `session/update` lines) against `wright lsp` \
+         (`wright/agentEvent` frames), taken in turns, {} sessions each; a step is the gap \
+         between two model requests as the provider received them (the HTTP round trip and the \
+         tool included, alike in both).\n",
+        super::front_ends::STEPS,
+        super::front_ends::ROUNDS
+    )?;
+    writeln!(
+        body,
+        "| measure | `wright acp` | peer | peer's figure | ratio | target | met |\n|---|---|---|---|---|---|---|"
+    )?;
+    for (what, acp, lsp) in [("p50", acp50, lsp50), ("p99", acp99, lsp99)] {
+        writeln!(
+            body,
+            "| a step through the front end, {what} | {acp:.3} ms | the same step through `wright lsp` | {lsp:.3} ms | {:.2}× | ≤ 1.5× | {} |",
+            acp / lsp.max(1e-6),
+            if acp <= lsp * 1.5 { "yes" } else { "**no**" }
+        )?;
+    }
+    Ok(body)
 }
 
 fn context(root: &std::path::Path) -> Arc<ToolContext> {

@@ -8,6 +8,7 @@ mod agent;
 mod chat;
 mod compaction;
 mod edit;
+mod front_ends;
 mod index;
 mod llm;
 mod load;
