@@ -22,6 +22,9 @@ use wright_tests::{TempDir, wright_bin};
 /// How long one client scenario may take in all.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// A 1×1 PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
 
 #[derive(Clone, Copy, Debug)]
@@ -152,13 +155,16 @@ fn scenario(sdk: Sdk, dir: &TempDir, provider: &ScriptedProvider, scenario: &Val
         Sdk::Node => {
             let mut command = Command::new(node());
             command
+                .env_clear()
                 .arg(repository().join("tests/acp/client.mjs"))
                 .env("ACP_NODE_MODULES", editors().join("acp-node/node_modules"));
             command
         }
         Sdk::Python => {
             let mut command = Command::new(editors().join("acp-venv/bin/python"));
-            command.arg(repository().join("tests/acp/client.py"));
+            command
+                .env_clear()
+                .arg(repository().join("tests/acp/client.py"));
             command
         }
     };
@@ -166,7 +172,6 @@ fn scenario(sdk: Sdk, dir: &TempDir, provider: &ScriptedProvider, scenario: &Val
     // but PATH.
     command
         .arg(&file)
-        .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir.path().join("home"))
         .env("WRIGHT_BIN", wright_bin())
@@ -284,6 +289,7 @@ fn a_session_of_two_prompts_through_the_typescript_sdk() {
                 {"type": "text", "text": "and now"},
                 {"type": "resource_link", "uri": format!("file://{ws}/src/lib.rs"), "name": "lib.rs"},
                 {"type": "resource", "resource": {"uri": "file:///notes.md", "text": "NOTES BODY", "mimeType": "text/markdown"}},
+                {"type": "image", "mimeType": "image/png", "data": PNG},
             ]},
             {"op": "set_mode", "modeId": "plan"},
             {"op": "set_model", "value": "openai/gpt-4.1-mini"},
@@ -577,7 +583,9 @@ fn a_session_loads_after_a_restart_through_the_python_sdk() {
 
 /// `agent.approve_commands` names a command: `session/request_permission` asks with the four
 /// option kinds; rejected, the model is told and the turn goes on; allowed always, the next
-/// one is not asked again.
+/// one is not asked again. A command the sandbox refused the network is asked about too:
+/// rejected always, the next one is refused without asking; in a new session, allowed once, it
+/// runs again with the network.
 #[test]
 fn permissions_are_asked_rejected_and_remembered() {
     if !available(Sdk::Node) {
@@ -590,6 +598,10 @@ fn permissions_are_asked_rejected_and_remembered() {
         "[agent]\napprove_commands = \"echo approved*\"\n",
     );
     let ws = workspace(&dir);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let connect = json!({"command": format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'")});
     let provider = ScriptedProvider::start();
     for id in ["r", "a", "b"] {
         provider.push(call(
@@ -598,27 +610,36 @@ fn permissions_are_asked_rejected_and_remembered() {
             json!({"command": format!("echo approved {id}")}),
         ));
     }
+    provider.push(call("n1", "run_command", connect.clone()));
+    provider.push(call("n2", "run_command", connect.clone()));
     provider.push(text("Done."));
+    provider.push(call("n3", "run_command", connect));
+    provider.push(text("Done again."));
     let transcript = scenario(
         Sdk::Node,
         &dir,
         &provider,
         &json!({
-            "permissions": ["reject_once", "allow_always"],
-            "steps": [{"op": "initialize"}, {"op": "new", "cwd": ws}, prompt("echo things")],
+            "permissions": ["reject_once", "allow_always", "reject_always", "allow_once"],
+            "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": ws},
+                prompt("echo things"),
+                {"op": "new", "cwd": ws},
+                prompt("connect again"),
+            ],
         }),
     );
-    assert_eq!(
-        transcript.answer("prompt")["stopReason"],
-        "end_turn",
+    let prompts = transcript.answers("prompt");
+    assert!(
+        prompts.len() == 2
+            && prompts
+                .iter()
+                .all(|p| p["result"]["stopReason"] == "end_turn"),
         "{transcript}"
     );
     let asked = transcript.requests("session/request_permission");
-    assert_eq!(
-        asked.len(),
-        2,
-        "allowed always is not asked again: {transcript}"
-    );
+    assert_eq!(asked.len(), 4, "{transcript}");
     let kinds: Vec<&str> = asked[0]["options"]
         .as_array()
         .unwrap()
@@ -629,15 +650,18 @@ fn permissions_are_asked_rejected_and_remembered() {
         kinds,
         ["allow_once", "allow_always", "reject_once", "reject_always"]
     );
+    let titles: Vec<&str> = asked
+        .iter()
+        .map(|a| a["toolCall"]["title"].as_str().unwrap())
+        .collect();
+    assert!(titles[0].contains("echo approved r"), "{titles:?}");
+    assert!(titles[1].contains("echo approved a"), "{titles:?}");
     assert!(
-        asked[0]["toolCall"]["title"]
-            .as_str()
-            .unwrap()
-            .contains("echo approved r"),
-        "{}",
-        asked[0]
+        titles[2].starts_with("network") && titles[3].starts_with("network"),
+        "{titles:?}"
     );
-    let results = provider.requests().last().unwrap().tool_results();
+    let requests = provider.requests();
+    let results = requests[5].tool_results();
     assert!(
         results[0].contains("the user did not allow it") && !results[0].contains("exit code"),
         "{}",
@@ -653,6 +677,23 @@ fn permissions_are_asked_rejected_and_remembered() {
         "{}",
         results[2]
     );
+    assert!(
+        results[3].contains("the user did not allow more"),
+        "{}",
+        results[3]
+    );
+    assert!(
+        results[4].contains("the user did not allow more"),
+        "rejected always: {}",
+        results[4]
+    );
+    let last = requests.last().unwrap().tool_results();
+    assert!(last[0].contains("as the user allowed"), "{}", last[0]);
+    assert!(
+        listener.accept().is_ok(),
+        "the allowed command reached the listener"
+    );
+    assert!(listener.accept().is_err(), "the rejected ones did not");
     let failed = transcript
         .updates("tool_call_update")
         .into_iter()

@@ -469,10 +469,8 @@ impl Agent {
             fs.read,
             fs.write,
         ));
-        let approver: Arc<dyn Approver> = Arc::new(ClientApprover {
-            peer: Arc::clone(&self.peer),
-            session: session.id.clone(),
-        });
+        let approver: Arc<dyn Approver> =
+            Arc::new(ClientApprover::new(Arc::clone(&self.peer), &session.id));
         let protection =
             agent::tools::Protection::from_config(&session.config).asking(Arc::clone(&approver));
         let gate = session
@@ -700,22 +698,67 @@ fn model_option(current: &str) -> Value {
 
 /// Permission through `session/request_permission`: a command the sandbox refused the
 /// network (or more), one `agent.approve_commands` names, an edit of a protected path.
+/// "Allow always" is remembered by the core (the pattern or the widening, for the session);
+/// "reject always" here, so the user is not asked again what they refused for good.
 struct ClientApprover {
     peer: Arc<Peer>,
     session: String,
+    /// What was rejected always: the kind, and for a named command or a protected path the
+    /// reason (which names the pattern or the path), since those are asked one by one.
+    rejected: Mutex<std::collections::HashSet<(String, String)>>,
+    asked: std::sync::atomic::AtomicU64,
+}
+
+impl ClientApprover {
+    fn new(peer: Arc<Peer>, session: &str) -> Self {
+        Self {
+            peer,
+            session: session.to_owned(),
+            rejected: Mutex::default(),
+            asked: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn key(kind: &str, reason: &str) -> (String, String) {
+        let scoped = matches!(kind, "command" | "protected");
+        (
+            kind.to_owned(),
+            if scoped {
+                reason.to_owned()
+            } else {
+                String::new()
+            },
+        )
+    }
 }
 
 impl Approver for ClientApprover {
     fn ask(&self, kind: &str, command: &str, reason: &str) -> Decision {
+        let key = Self::key(kind, reason);
+        if self
+            .rejected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&key)
+        {
+            return Decision::Deny;
+        }
+        // The core does not tell which tool call asks, so each question is a tool call of its
+        // own (clients add a call they have not seen).
+        let n = self
+            .asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         let answer = self.peer.request_blocking(
             "session/request_permission",
             json!({
                 "sessionId": self.session,
                 "toolCall": {
-                    "toolCallId": format!("permission-{kind}"),
+                    "toolCallId": format!("permission-{n}"),
                     "title": format!("{kind}: {command}"),
                     "kind": if kind == "protected" { "edit" } else { "execute" },
                     "status": "pending",
+                    "rawInput": {"kind": kind, "command": command},
                     "content": [{"type": "content", "content": {"type": "text", "text": reason}}],
                 },
                 "options": [
@@ -731,9 +774,17 @@ impl Approver for ClientApprover {
                 match value["outcome"]["optionId"].as_str() {
                     Some("allow_once") => Decision::Allow,
                     Some("allow_always") => Decision::AllowAlways,
+                    Some("reject_always") => {
+                        self.rejected
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(key);
+                        Decision::Deny
+                    }
                     _ => Decision::Deny,
                 }
             }
+            // `cancelled` (the prompt was cancelled) or anything else: not allowed.
             Ok(_) => Decision::Deny,
             Err(why) => {
                 tracing::warn!("session/request_permission: {why}");
