@@ -407,6 +407,7 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
         "edit",
         json!({"path": "src/lib.rs", "old_string": "a - b // UNSAVED", "new_string": "a + b"}),
     ));
+    provider.push(call("s1", "find_symbol", json!({"query": "add"})));
     provider.push(text("Fixed."));
     let transcript = scenario(
         Sdk::Node,
@@ -467,6 +468,18 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
         edited["content"][0],
         json!({"type": "diff", "path": path, "oldText": unsaved, "newText": after}),
         "{transcript}"
+    );
+    let found = provider
+        .requests()
+        .last()
+        .unwrap()
+        .tool_results()
+        .last()
+        .cloned()
+        .unwrap();
+    assert!(
+        found.contains("src/lib.rs"),
+        "the session has the symbol index: {found}"
     );
     let read_done = done.iter().find(|u| u["toolCallId"] == "r1").unwrap();
     assert_eq!(read_done["content"][0]["type"], "content");

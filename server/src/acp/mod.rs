@@ -26,6 +26,7 @@ use crate::agent::sandboxed::{Approver, Decision, SandboxRunner};
 use crate::agent::tools::ToolContext;
 use crate::agent::{self, AgentEvent, Cancel, FinalStatus};
 use crate::config::{self, Config, Layers};
+use crate::index::{self, Index};
 use files::{AcpTarget, ClientFiles};
 use peer::Peer;
 
@@ -66,6 +67,9 @@ struct Agent {
     peer: Arc<Peer>,
     fs: Mutex<ClientFs>,
     sessions: Mutex<HashMap<String, AcpSession>>,
+    /// One symbol index per session root, shared by the sessions there (as `wright lsp`
+    /// keeps one per workspace), opened and refreshed by a root's first prompt.
+    indexes: Arc<Mutex<HashMap<PathBuf, Arc<Index>>>>,
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin; the process's exit code.
@@ -84,6 +88,7 @@ pub async fn run_stdio() -> i32 {
         peer: Arc::new(Peer::new(out)),
         fs: Mutex::default(),
         sessions: Mutex::default(),
+        indexes: Arc::default(),
     });
     let mut reader = BufReader::new(tokio::io::stdin());
     loop {
@@ -504,36 +509,47 @@ impl Agent {
             })
             .inspect_err(|err| tracing::warn!("session {} runs no commands: {err}", session.id))
             .ok();
-        let tools = Arc::new(ToolContext {
-            root: session.root.clone(),
-            overlay: client_files.clone(),
-            index: None,
-            walk: crate::workspace::WalkOptions {
-                max_file_size: session
-                    .config
-                    .get_u64("index.max_file_size")
-                    .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
-                ..Default::default()
-            },
-            edits: target,
-            commands: commands.map(|runner| runner as _),
-            test_command: session.config.get("agent.test_command").map(str::to_owned),
-            cancel: cancel.clone(),
-            plan: Mutex::default(),
-            plan_mode: Default::default(),
-        });
+        let walk = crate::workspace::WalkOptions {
+            max_file_size: session
+                .config
+                .get_u64("index.max_file_size")
+                .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
+            ..Default::default()
+        };
+        let test_command = session.config.get("agent.test_command").map(str::to_owned);
+        let tool_cancel = cancel.clone();
+        let tool_files = Arc::clone(&client_files);
+        let indexes = Arc::clone(&self.indexes);
+        let root = session.root.clone();
         let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
         let conversation = prepared.conversation();
         let waiting: Arc<Mutex<HashMap<u32, Vec<Value>>>> = Arc::default();
-        let context = launch::Context {
-            index: None,
-            overlay: client_files.clone(),
-            focus: Default::default(),
-        };
         let session_id = session.id.clone();
         tokio::spawn(async move {
-            let opened = tokio::task::spawn_blocking(move || prepared.open(context)).await;
-            let Ok(opened) = opened else {
+            let opened = tokio::task::spawn_blocking(move || {
+                // Without an index the agent still greps and reads; the log says why.
+                let index = shared_index(&indexes, &root, &cache_dir, &walk);
+                let tools = Arc::new(ToolContext {
+                    root,
+                    overlay: tool_files.clone(),
+                    index: index.clone(),
+                    walk,
+                    edits: target,
+                    commands: commands.map(|runner| runner as _),
+                    test_command,
+                    cancel: tool_cancel,
+                    plan: Mutex::default(),
+                    plan_mode: Default::default(),
+                });
+                let context = launch::Context {
+                    index,
+                    overlay: tool_files,
+                    focus: Default::default(),
+                };
+                (prepared.open(context), tools)
+            })
+            .await;
+            let Ok((opened, tools)) = opened else {
                 tracing::error!("session {session_id}: preparing its first request panicked");
                 return;
             };
@@ -576,6 +592,47 @@ impl Agent {
             cancel,
             waiting,
         })
+    }
+}
+
+/// The index of `root`, opened and brought up to date the first time a session there asks;
+/// `None` (logged) when it cannot be.
+fn shared_index(
+    indexes: &Mutex<HashMap<PathBuf, Arc<Index>>>,
+    root: &Path,
+    cache_dir: &Path,
+    walk: &crate::workspace::WalkOptions,
+) -> Option<Arc<Index>> {
+    // Held while opening: a second session on the same root waits for the first's index
+    // rather than open the same store twice.
+    let mut indexes = indexes.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(index) = indexes.get(root) {
+        if let Err(err) = index.refresh(&|_| {}) {
+            tracing::warn!("refreshing the index of {}: {err}", root.display());
+        }
+        return Some(Arc::clone(index));
+    }
+    let opened = Index::open(
+        root,
+        index::Options {
+            cache_dir: cache_dir.to_owned(),
+            walk: walk.clone(),
+        },
+    )
+    .and_then(|index| index.refresh(&|_| {}).map(|_| index));
+    match opened {
+        Ok(index) => {
+            let index = Arc::new(index);
+            indexes.insert(root.to_owned(), Arc::clone(&index));
+            Some(index)
+        }
+        Err(err) => {
+            tracing::warn!(
+                "{}: working without the symbol index: {err}",
+                root.display()
+            );
+            None
+        }
     }
 }
 

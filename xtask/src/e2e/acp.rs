@@ -39,7 +39,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         &pins.join("requirements.txt"),
         &venv.join("wright-requirements.txt"),
     );
-    if !install && !(node_current && python_current) {
+    let current = node_current && python_current;
+    if !install && !current {
         bail!("the ACP client libraries are not installed: run `cargo xtask e2e acp --install`");
     }
     if node_current {
