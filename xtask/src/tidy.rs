@@ -121,6 +121,19 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // The ACP front end: the session core, as `lsp` uses it, and no LSP types.
+    (
+        "acp",
+        &[
+            "agent",
+            "config",
+            "edit",
+            "index",
+            "llm",
+            "sandbox",
+            "workspace",
+        ],
+    ),
     // The binary's subcommands: they reach the library as `wright::…`, as any user would.
     ("cli", &[]),
 ];
