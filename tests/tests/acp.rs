@@ -841,6 +841,16 @@ fn malformed_and_hostile_lines_are_answered_and_serving_goes_on() {
             .contains("no session"),
         "{error}"
     );
+    let ws = std::fs::canonicalize(dir.path().join("ws")).unwrap();
+    let load = json!({"jsonrpc": "2.0", "id": 4, "method": "session/load", "params": {
+        "sessionId": "../../../etc/passwd", "cwd": ws, "mcpServers": []}});
+    stdin.write_all(format!("{load}\n").as_bytes()).unwrap();
+    let error = next();
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (json!(4), json!(-32002)),
+        "{error}"
+    );
     stdin
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
         .unwrap();

@@ -339,21 +339,20 @@ impl Agent {
             "modes": modes(recorded.mode),
             "configOptions": [model_option(&recorded.model)],
         });
+        // A session this process already runs keeps running: loading it again only replays.
         self.sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                id.to_owned(),
-                AcpSession {
-                    id: id.to_owned(),
-                    root,
-                    config,
-                    mode: recorded.mode,
-                    model: Some(recorded.model.clone()),
-                    journaled: true,
-                    running: None,
-                },
-            );
+            .entry(id.to_owned())
+            .or_insert_with(|| AcpSession {
+                id: id.to_owned(),
+                root,
+                config,
+                mode: recorded.mode,
+                model: Some(recorded.model.clone()),
+                journaled: true,
+                running: None,
+            });
         Ok(answer)
     }
 
