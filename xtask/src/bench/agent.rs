@@ -125,8 +125,8 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
          through `wright acp` (updates as `session/update` lines) against `wright lsp` \
          (`wright/agentEvent` frames), taken in turns, {} sessions each; a step is the gap \
          between two model requests as the provider received them (the HTTP round trip and the \
-         tool included, alike in both). The p99 is a few one-off stalls of a session (its \
-         first steps), which land on either front end from run to run; the p50 is the per-step \
+         tool included, alike in both). The p99 is a few one-off stalls within a session, \
+         which land on either front end from run to run; the p50 is the per-step \
          cost.\n",
         super::front_ends::STEPS,
         super::front_ends::ROUNDS
