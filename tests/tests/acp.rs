@@ -663,6 +663,12 @@ fn permissions_are_asked_rejected_and_remembered() {
         kinds,
         ["allow_once", "allow_always", "reject_once", "reject_always"]
     );
+    // Each question names the card of the call that runs the command.
+    let calls: Vec<&str> = asked
+        .iter()
+        .map(|a| a["toolCall"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["r", "a", "n1", "n3"], "{transcript}");
     let titles: Vec<&str> = asked
         .iter()
         .map(|a| a["toolCall"]["title"].as_str().unwrap())

@@ -473,8 +473,8 @@ impl Agent {
             fs.read,
             fs.write,
         ));
-        let approver: Arc<dyn Approver> =
-            Arc::new(ClientApprover::new(Arc::clone(&self.peer), &session.id));
+        let client_approver = Arc::new(ClientApprover::new(Arc::clone(&self.peer), &session.id));
+        let approver: Arc<dyn Approver> = Arc::clone(&client_approver) as Arc<dyn Approver>;
         let protection =
             agent::tools::Protection::from_config(&session.config).asking(Arc::clone(&approver));
         let gate = session
@@ -562,6 +562,7 @@ impl Agent {
         tokio::spawn(async move {
             let mut mapper = updates::Mapper::new(&root);
             while let Some(event) = received.recv().await {
+                client_approver.track(&event);
                 if let AgentEvent::ToolResult { .. } = &event {
                     mapper.changed(client_files.take_changed());
                 }
@@ -763,6 +764,13 @@ struct ClientApprover {
     /// reason (which names the pattern or the path), since those are asked one by one.
     rejected: Mutex<std::collections::HashSet<(String, String)>>,
     asked: std::sync::atomic::AtomicU64,
+    /// The `run_command` calls in flight, by id, with their command line: a question about a
+    /// command names the client's card of the call that runs it. (The core's question carries
+    /// no call id; the command line finds it, the latest call first.)
+    running: Mutex<Vec<(String, String)>>,
+    /// Signalled when a call joins `running`: a command `agent.approve_commands` names asks
+    /// before it runs, possibly before its event has come through the session's channel.
+    call_started: std::sync::Condvar,
 }
 
 impl ClientApprover {
@@ -772,6 +780,67 @@ impl ClientApprover {
             session: session.to_owned(),
             rejected: Mutex::default(),
             asked: std::sync::atomic::AtomicU64::new(0),
+            running: Mutex::default(),
+            call_started: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Follows the session's `run_command` calls (from the events the client is sent).
+    fn track(&self, event: &AgentEvent) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            AgentEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } if name == "run_command" => {
+                let command = serde_json::from_str::<Value>(arguments)
+                    .ok()
+                    .and_then(|args| args["command"].as_str().map(str::to_owned));
+                if let Some(command) = command {
+                    running.push((id.clone(), command));
+                    self.call_started.notify_all();
+                }
+            }
+            AgentEvent::ToolResult { id, .. } => running.retain(|(running, _)| running != id),
+            _ => {}
+        }
+    }
+
+    /// The tool call a question about `command` belongs to; a call id of its own otherwise
+    /// (clients add a call they have not seen).
+    fn call_id(&self, kind: &str, command: &str) -> String {
+        /// Long enough for the event on its way, short enough not to hold up a question
+        /// about a command that is no call of the model's.
+        const EVENT_ON_ITS_WAY: std::time::Duration = std::time::Duration::from_millis(200);
+        let matches = |running: &Vec<(String, String)>| {
+            running
+                .iter()
+                .rev()
+                .find(|(_, line)| line == command)
+                .cloned()
+        };
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let found = if kind == "protected" {
+            None
+        } else {
+            let (running, _) = self
+                .call_started
+                .wait_timeout_while(running, EVENT_ON_ITS_WAY, |running| {
+                    matches(running).is_none()
+                })
+                .unwrap_or_else(|e| e.into_inner());
+            matches(&running)
+        };
+        match found {
+            Some((id, _)) => id,
+            None => {
+                let n = self
+                    .asked
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    + 1;
+                format!("permission-{n}")
+            }
         }
     }
 
@@ -799,18 +868,13 @@ impl Approver for ClientApprover {
         {
             return Decision::Deny;
         }
-        // The core does not tell which tool call asks, so each question is a tool call of its
-        // own (clients add a call they have not seen).
-        let n = self
-            .asked
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
+        let call_id = self.call_id(kind, command);
         let answer = self.peer.request_blocking(
             "session/request_permission",
             json!({
                 "sessionId": self.session,
                 "toolCall": {
-                    "toolCallId": format!("permission-{n}"),
+                    "toolCallId": call_id,
                     "title": format!("{kind}: {command}"),
                     "kind": if kind == "protected" { "edit" } else { "execute" },
                     "status": "pending",
