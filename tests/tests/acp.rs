@@ -392,6 +392,7 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
     }
     let dir = TempDir::new("acp-client-files");
     dir.write("ws/src/lib.rs", LIB);
+    dir.write("ws/src/other.rs", "pub fn helper() {}\n");
     let ws = workspace(&dir);
     let path = format!("{ws}/src/lib.rs");
     let unsaved = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b // UNSAVED\n}\n";
@@ -408,6 +409,8 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
         json!({"path": "src/lib.rs", "old_string": "a - b // UNSAVED", "new_string": "a + b"}),
     ));
     provider.push(call("s1", "find_symbol", json!({"query": "add"})));
+    // A grep walks every file: the texts the client gave, the disk for the rest.
+    provider.push(call("g1", "grep", json!({"pattern": "a \\+ b|fn helper"})));
     provider.push(text("Fixed."));
     let transcript = scenario(
         Sdk::Node,
@@ -469,18 +472,18 @@ fn reads_and_edits_go_through_the_client_and_show_as_diffs() {
         json!({"type": "diff", "path": path, "oldText": unsaved, "newText": after}),
         "{transcript}"
     );
-    let found = provider
-        .requests()
-        .last()
-        .unwrap()
-        .tool_results()
-        .last()
-        .cloned()
-        .unwrap();
+    let results = provider.requests().last().unwrap().tool_results();
+    let found = &results[results.len() - 2];
     assert!(
         found.contains("src/lib.rs"),
         "the session has the symbol index: {found}"
     );
+    let grepped = results.last().unwrap();
+    assert!(
+        grepped.contains("src/lib.rs") && grepped.contains("a + b"),
+        "grep sees the text written through the client: {grepped}"
+    );
+    assert!(grepped.contains("src/other.rs"), "{grepped}");
     let read_done = done.iter().find(|u| u["toolCallId"] == "r1").unwrap();
     assert_eq!(read_done["content"][0]["type"], "content");
     assert!(

@@ -108,6 +108,17 @@ impl Overlay for ClientFiles {
     fn buffer_text(&self, path: &Path) -> Option<String> {
         self.read(path)
     }
+
+    /// What the client showed or was given already: a grep over the workspace reads the disk
+    /// for the rest instead of asking the client file by file.
+    fn held_text(&self, path: &Path) -> Option<String> {
+        let relative = self.inside(path)?;
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&relative)
+            .cloned()
+    }
 }
 
 /// The edit target of an ACP session: plans checked against what the client shows, the new

@@ -116,7 +116,7 @@ pub fn grep(
         };
         // The disk's bytes through the workspace root, never by path: the file the walk saw
         // may have been replaced by a link out since.
-        let searched = match overlay.buffer_text(&entry.path) {
+        let searched = match overlay.held_text(&entry.path) {
             Some(text) => searcher.search_slice(&matcher, text.as_bytes(), &mut sink),
             None => match entry.read() {
                 Ok(bytes) => searcher.search_slice(&matcher, &bytes, &mut sink),

@@ -602,6 +602,13 @@ pub fn decode(bytes: Vec<u8>) -> FileText {
 pub trait Overlay: Sync {
     /// The buffer text of an open file, if it is open.
     fn buffer_text(&self, path: &Path) -> Option<String>;
+
+    /// The buffer text of `path` if the overlay holds it already, without asking anyone: what
+    /// a walk over every file (grep) reads, since an overlay that asks its editor per file (an
+    /// ACP client's `fs/read_text_file`) would make a walk one round trip per file.
+    fn held_text(&self, path: &Path) -> Option<String> {
+        self.buffer_text(path)
+    }
 }
 
 /// No open buffers: the disk alone (the command line).
