@@ -740,6 +740,9 @@ fn cancel_ends_a_slow_answer_with_cancelled() {
     provider.push(
         Reply::stream(Dialect::OpenAi, &Turn::text(&slow)).token_delay(Duration::from_millis(50)),
     );
+    // The next prompt's answer is cut and asked again: the client is told it restarts.
+    provider
+        .push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Half ", "an answer"])).cut_after(2));
     provider.push(text("After the cancel."));
     let transcript = scenario(
         Sdk::Node,
@@ -762,11 +765,9 @@ fn cancel_ends_a_slow_answer_with_cancelled() {
         "end_turn",
         "{transcript}"
     );
-    assert!(
-        transcript
-            .text("agent_message_chunk")
-            .ends_with("After the cancel.")
-    );
+    let said = transcript.text("agent_message_chunk");
+    assert!(said.ends_with("After the cancel."), "{said}");
+    assert!(said.contains("it restarts]"), "{said}");
 }
 
 /// A client that sends garbage: a line that is not JSON gets -32700 with a null id, a line

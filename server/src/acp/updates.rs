@@ -39,12 +39,14 @@ impl Mapper {
     pub fn map(&mut self, event: &AgentEvent) -> Vec<Value> {
         match event {
             AgentEvent::TextDelta { text } => vec![chunk("agent_message_chunk", text)],
+            // ACP has no way to take back text shown: the answer says it starts over, so the
+            // cut part the client keeps reads as what it was.
+            AgentEvent::StepRetried { reason, .. } => vec![chunk(
+                "agent_message_chunk",
+                &format!("\n\n[the answer was cut ({reason}); it restarts]\n\n"),
+            )],
             // The harness's own notes on the work, not the model's answer: thoughts. (The
             // model clients stream no reasoning text; these are the thoughts there are.)
-            AgentEvent::StepRetried { reason, .. } => vec![chunk(
-                "agent_thought_chunk",
-                &format!("The answer was cut ({reason}); asking again.\n"),
-            )],
             AgentEvent::Compacted {
                 tokens_before,
                 tokens_after,
@@ -246,4 +248,30 @@ pub fn replay(recorded: &Recorded, root: &Path) -> Vec<Value> {
         }
     }
     updates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compaction_is_a_thought_and_a_retried_step_says_the_answer_restarts() {
+        let mut mapper = Mapper::new(Path::new("/ws"));
+        let compacted = mapper.map(&AgentEvent::Compacted {
+            masked: 3,
+            tokens_before: 9000,
+            tokens_after: 4000,
+            summarized: false,
+        });
+        assert_eq!(compacted[0]["sessionUpdate"], "agent_thought_chunk");
+        let thought = compacted[0]["content"]["text"].as_str().unwrap();
+        assert!(thought.contains("9000 → 4000"), "{thought}");
+        let retried = mapper.map(&AgentEvent::StepRetried {
+            step: 2,
+            reason: "the stream was cut".into(),
+        });
+        assert_eq!(retried[0]["sessionUpdate"], "agent_message_chunk");
+        let said = retried[0]["content"]["text"].as_str().unwrap();
+        assert!(said.contains("restarts"), "{said}");
+    }
 }
