@@ -878,19 +878,6 @@ const CHAT_LAST: &str = "why did you leave checked_div?";
 const DIV_ORIGINAL: &str = "    if b == 0 { None } else { Some(a / b) }\n";
 const DIV_EDITED: &str = "    a.checked_div(b)\n";
 
-/// The tools a request offered the model.
-fn offered_tools(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// A request's messages of `role`, as text.
 fn messages_of(request: &Value, role: &str) -> Vec<String> {
     request["messages"]
@@ -1035,13 +1022,13 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_asks_approva
     );
 
     // Plan mode offered no edit; code mode did, with the plan in the history.
-    let plan = offered_tools(&request(4));
+    let plan = requests[4].tool_names();
     assert!(
         !plan.is_empty() && !plan.iter().any(|tool| tool == "edit"),
         "{plan:?}"
     );
     let code = request(5);
-    assert!(offered_tools(&code).iter().any(|tool| tool == "edit"));
+    assert!(requests[5].tool_names().iter().any(|tool| tool == "edit"));
     assert!(
         code.to_string().contains(CHAT_PLAN_TEXT),
         "the plan is in the history"
