@@ -103,6 +103,14 @@ impl SandboxRunner {
         }
     }
 
+    /// What the configuration says of commands: `agent.approve_commands`, the `sandbox.*`
+    /// settings and the network policy — every front end's sessions run under the same.
+    pub fn configured(self, config: &crate::config::Config) -> Self {
+        self.requiring_approval(approval_patterns(config))
+            .with_settings(crate::sandbox::policy::settings(config))
+            .with_network(NetworkPolicy::from_config(config))
+    }
+
     /// The configuration's `sandbox.*` settings (protected and hidden paths, the disk and
     /// /tmp bounds, the landlock tier's consent).
     pub fn with_settings(mut self, settings: crate::sandbox::policy::SandboxSettings) -> Self {

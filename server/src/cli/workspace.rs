@@ -454,11 +454,7 @@ pub async fn exec(
         {
             Ok(pool) => Some(Arc::new(
                 agent::sandboxed::SandboxRunner::in_place(pool, &workspace.root)
-                    .requiring_approval(agent::sandboxed::approval_patterns(&workspace.config))
-                    .with_settings(wright::sandbox::policy::settings(&workspace.config))
-                    .with_network(agent::sandboxed::NetworkPolicy::from_config(
-                        &workspace.config,
-                    )),
+                    .configured(&workspace.config),
             )),
             Err(err) => {
                 say!("wright: commands cannot run: {err}");

@@ -611,9 +611,7 @@ fn session_sandbox(
     let buffers: agent::sandboxed::BufferTexts = Box::new(move || target.texts_for_commands());
     let runner = SandboxRunner::in_place(Arc::clone(&pool), &place.root)
         .in_snapshot(Arc::clone(&snapshot), buffers)
-        .requiring_approval(agent::sandboxed::approval_patterns(&place.config))
-        .with_settings(crate::sandbox::policy::settings(&place.config))
-        .with_network(agent::sandboxed::NetworkPolicy::from_config(&place.config))
+        .configured(&place.config)
         .with_approver(approver);
     Some((Arc::new(runner), (pool, snapshot)))
 }
