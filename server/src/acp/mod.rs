@@ -498,11 +498,7 @@ impl Agent {
                         Arc::new(Mutex::new(snapshot)),
                         Box::new(move || texts.texts()),
                     )
-                    .requiring_approval(agent::sandboxed::approval_patterns(&session.config))
-                    .with_settings(crate::sandbox::policy::settings(&session.config))
-                    .with_network(agent::sandboxed::NetworkPolicy::from_config(
-                        &session.config,
-                    ))
+                    .configured(&session.config)
                     .with_approver(Arc::clone(&approver));
                 Ok(Arc::new(runner))
             })
@@ -688,11 +684,11 @@ fn user_message(blocks: &[Value], root: &Path) -> Result<UserMessage, String> {
     })
 }
 
-/// The path a `file://` URI names.
+/// The path a `file://` URI names, percent-decoded and normalised lexically (`..` applied), so
+/// `file:///ws/../elsewhere` is judged by where it leads, as the LSP front end judges URIs.
 fn file_path(uri: &str) -> Option<PathBuf> {
-    let path = uri.strip_prefix("file://")?;
-    let decoded = percent_decode(path)?;
-    Some(PathBuf::from(decoded))
+    let path = PathBuf::from(percent_decode(uri.strip_prefix("file://")?)?);
+    path.is_absolute().then(|| crate::files::normalize(&path))
 }
 
 fn percent_decode(text: &str) -> Option<String> {
@@ -911,5 +907,24 @@ impl Approver for ClientApprover {
                 Decision::Deny
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(uri: &str) -> String {
+        let blocks = [json!({"type": "resource_link", "uri": uri, "name": "x"})];
+        user_message(&blocks, Path::new("/ws")).unwrap().text
+    }
+
+    #[test]
+    fn a_resource_link_is_a_mention_only_where_it_leads_inside_the_folder() {
+        assert_eq!(link("file:///ws/src/lib.rs"), "@src/lib.rs");
+        assert_eq!(link("file:///ws/sub/..%2Fsrc/lib.rs"), "@src/lib.rs");
+        // Climbing out is no mention of a workspace file: the URI stays text.
+        assert_eq!(link("file:///ws/../etc/passwd"), "file:///ws/../etc/passwd");
+        assert_eq!(link("https://example.com/x"), "https://example.com/x");
     }
 }
