@@ -11,9 +11,20 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-/// How long a request to the client may take before the agent gives up on it (a permission
-/// the user never answers counts as a refusal).
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a question to the user may wait before the agent gives up on it (a permission the
+/// user never answers counts as a refusal).
+const USER_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the client may take over a file read or write: it answers from its buffers, and a
+/// client that never does must not hold a tool (and the turn) for as long as a user may think.
+const FILE_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn timeout(method: &str) -> Duration {
+    if method.starts_with("fs/") {
+        FILE_TIMEOUT
+    } else {
+        USER_TIMEOUT
+    }
+}
 
 /// The client's answer: its result, or its error object.
 type Answer = Result<Value, Value>;
@@ -65,7 +76,8 @@ impl Peer {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, answer);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let result = tokio::time::timeout(CLIENT_TIMEOUT, answered).await;
+        let limit = timeout(method);
+        let result = tokio::time::timeout(limit, answered).await;
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -78,7 +90,7 @@ impl Peer {
             Ok(Err(_)) => Err("the client closed the connection".to_owned()),
             Err(_) => Err(format!(
                 "the client did not answer {method} within {} s",
-                CLIENT_TIMEOUT.as_secs()
+                limit.as_secs()
             )),
         }
     }
