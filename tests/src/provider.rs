@@ -160,6 +160,19 @@ impl Reply {
         Self::sse(events)
     }
 
+    /// A streamed OpenAI answer of one piece of text.
+    pub fn text(answer: &str) -> Self {
+        Self::stream(Dialect::OpenAi, &Turn::text(&[answer]))
+    }
+
+    /// A streamed OpenAI answer of one tool call.
+    pub fn call(id: &str, name: &str, arguments: &Value) -> Self {
+        Self::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(id, name, &arguments.to_string()),
+        )
+    }
+
     /// A streamed answer of raw SSE events (each already framed, ending in a blank line).
     pub fn sse(events: Vec<String>) -> Self {
         Self {

@@ -236,14 +236,11 @@ fn scenario(sdk: Sdk, dir: &TempDir, provider: &ScriptedProvider, scenario: &Val
 }
 
 fn text(answer: &str) -> Reply {
-    Reply::stream(Dialect::OpenAi, &Turn::text(&[answer]))
+    Reply::text(answer)
 }
 
 fn call(id: &str, name: &str, arguments: Value) -> Reply {
-    Reply::stream(
-        Dialect::OpenAi,
-        &Turn::default().tool_call(id, name, &arguments.to_string()),
-    )
+    Reply::call(id, name, &arguments)
 }
 
 fn prompt(text: &str) -> Value {

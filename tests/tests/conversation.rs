@@ -18,14 +18,11 @@ fn start(dir: &TempDir, provider: &ScriptedProvider) -> Editor {
 }
 
 fn text(answer: &str) -> Reply {
-    Reply::stream(Dialect::OpenAi, &Turn::text(&[answer]))
+    Reply::text(answer)
 }
 
 fn call(id: &str, name: &str, arguments: Value) -> Reply {
-    Reply::stream(
-        Dialect::OpenAi,
-        &Turn::default().tool_call(id, name, &arguments.to_string()),
-    )
+    Reply::call(id, name, &arguments)
 }
 
 /// Waits for the session's next event of `kind`; returns its params.
