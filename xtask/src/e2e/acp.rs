@@ -14,19 +14,10 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
-use super::{editors_dir, run_command};
+use super::{editors_dir, install_flags, run_command};
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    let (mut install, mut test) = (false, true);
-    for arg in args {
-        match arg.as_str() {
-            "--install" => install = true,
-            "--install-only" => (install, test) = (true, false),
-            other => {
-                bail!("e2e acp: unknown argument {other:?}; expected --install or --install-only")
-            }
-        }
-    }
+    let (install, test) = install_flags("acp", args)?;
     let root = crate::project_root();
     let pins = root.join("tests/acp");
     let node_dir = editors_dir().join("acp-node");

@@ -61,3 +61,21 @@ pub fn run_command_echoing(what: &str, command: &mut Command, echo: bool) -> any
     }
     Ok(())
 }
+
+/// `--install` (install what is missing, then test) or `--install-only`: whether to install,
+/// and whether to run the tests, for `cargo xtask e2e NAME`.
+pub fn install_flags(name: &str, args: &[String]) -> anyhow::Result<(bool, bool)> {
+    let (mut install, mut test) = (false, true);
+    for arg in args {
+        match arg.as_str() {
+            "--install" => install = true,
+            "--install-only" => (install, test) = (true, false),
+            other => {
+                bail!(
+                    "e2e {name}: unknown argument {other:?}; expected --install or --install-only"
+                )
+            }
+        }
+    }
+    Ok((install, test))
+}

