@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+};
 use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -82,10 +84,13 @@ struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // The newest version that has the `initialize` handshake (2026-07-28 replaced it with
+        // `server/discover`); a server on an older one answers with that, and rmcp accepts it.
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("wright", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -229,6 +234,15 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Whether the current session still answers, as the next call will find it.
+    #[cfg(test)]
+    pub(super) async fn is_live(&self) -> bool {
+        match &self.inner.slot.lock().await.live {
+            Some(session) => !session.is_dead(),
+            None => false,
+        }
     }
 
     /// Ends the session and the server's processes.

@@ -10,6 +10,8 @@
 mod connection;
 mod render;
 mod stdio;
+#[cfg(test)]
+mod tests;
 mod unconfined;
 
 use std::os::fd::OwnedFd;

@@ -121,7 +121,7 @@ fn decoded_size(data: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::{EmbeddedResource, RawResource};
+    use rmcp::model::{EmbeddedResource, Resource};
 
     fn result(content: Vec<ContentBlock>) -> CallToolResult {
         CallToolResult::success(content)
@@ -133,7 +133,7 @@ mod tests {
             ContentBlock::text("first"),
             ContentBlock::image("aGVsbG8=", "image/png"),
             ContentBlock::audio("aGVsbG8gdw==", "audio/wav"),
-            ContentBlock::ResourceLink(RawResource::new("file:///a.txt", "a.txt")),
+            ContentBlock::ResourceLink(Resource::new("file:///a.txt", "a.txt")),
             ContentBlock::embedded_text("file:///b.txt", "body of b"),
             ContentBlock::Resource(EmbeddedResource::new(
                 ResourceContents::BlobResourceContents {
