@@ -245,7 +245,7 @@ enum McpCommand {
         /// Print one JSON document: {"server","protocolVersion","tools":[…],"result"?}.
         #[arg(long)]
         json: bool,
-        /// Seconds to wait for the handshake and for the call (default 30 and 60).
+        /// Seconds to wait for the call's result (default 60); the handshake gets 30.
         #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
         timeout: Option<u64>,
         /// For a URL: send the value of this environment variable as the bearer token.

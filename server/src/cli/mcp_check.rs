@@ -35,9 +35,10 @@ pub fn run(check: Check<'_>) -> anyhow::Result<ExitCode> {
         Transport::Stdio(_) => check
             .server
             .iter()
-            .find(|word| *word != "--")
+            .filter(|word| *word != "--")
             .cloned()
-            .unwrap_or_default(),
+            .collect::<Vec<_>>()
+            .join(" "),
     };
     let arguments = match check.args {
         None => serde_json::Map::new(),
@@ -51,7 +52,6 @@ pub fn run(check: Check<'_>) -> anyhow::Result<ExitCode> {
     let mut options = Options::default();
     if let Some(secs) = check.timeout {
         options.call_timeout = Duration::from_secs(secs);
-        options.connect_timeout = Duration::from_secs(secs);
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
