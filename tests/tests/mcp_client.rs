@@ -407,3 +407,54 @@ fn conformance_client_scenarios_pass() {
         );
     }
 }
+
+#[test]
+fn the_bearer_token_goes_in_the_header_and_nowhere_else() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut request = Vec::new();
+        let mut byte = [0u8; 1];
+        while !request.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            request.push(byte[0]);
+        }
+        use std::io::Write as _;
+        let _ = stream.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        String::from_utf8_lossy(&request).to_lowercase()
+    });
+    let root = TempDir::new("mcp-token");
+    let output = Command::new(wright_bin())
+        .arg("--root")
+        .arg(root.path())
+        .args([
+            "mcp",
+            "check",
+            "--bearer-token-env",
+            "WRIGHT_TEST_TOKEN",
+            &url,
+        ])
+        .env("WRIGHT_TEST_TOKEN", "sekrit-token-42")
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let request = server.join().unwrap();
+    assert!(
+        request.contains("authorization: bearer sekrit-token-42"),
+        "{request}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("401"), "{stderr}");
+    assert!(
+        !stderr.contains("sekrit"),
+        "the token was printed: {stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("sekrit"));
+}

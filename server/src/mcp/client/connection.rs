@@ -518,6 +518,15 @@ fn plain_reason(debug: &str, chain: &str) -> String {
         ),
         ("dns error", "the host name does not resolve"),
         ("TimedOut", "the connection timed out"),
+        (
+            "AuthRequired",
+            "it asks for authorization (HTTP 401): the bearer token is missing or refused \
+             (wright sends a bearer token, and does not do OAuth)",
+        ),
+        (
+            "InsufficientScope",
+            "it refused the bearer token (HTTP 403: insufficient scope)",
+        ),
         ("HttpStatus", "the server answered with an HTTP error"),
     ] {
         if debug.contains(needle) {

@@ -233,7 +233,20 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(line.as_deref(), Some("Starting server..."));
         let long = "x".repeat(10_000);
+        // A long line in pieces, as a pipe delivers it, is quoted up to the cap.
         let (_, line) = read_through(long.as_bytes()).await;
         assert_eq!(line.unwrap().len(), QUOTED);
+    }
+
+    #[test]
+    fn the_stderr_tail_keeps_the_last_bytes_only() {
+        let tail = StderrTail::default();
+        for line in 0..2000 {
+            tail.push(&format!("line {line} é\n"));
+        }
+        let text = tail.text();
+        assert!(text.len() <= STDERR_TAIL, "{}", text.len());
+        assert!(text.ends_with("line 1999 é\n"), "{text}");
+        assert!(!text.contains("line 1 é"), "{text}");
     }
 }

@@ -286,3 +286,56 @@ async fn a_restart_that_cannot_start_fails_with_both_reasons() {
     assert!(error.contains("no such program"), "{error}");
     assert!(matches!(client.state(), State::Failed { .. }));
 }
+
+/// Pipes to nobody: the server process "runs" but never says a word.
+struct Silent {
+    held: Mutex<Vec<std::io::PipeWriter>>,
+}
+
+impl Launch for Silent {
+    fn launch(&self) -> std::io::Result<Pipes> {
+        let (server_in, client_out) = std::io::pipe()?;
+        let (client_in, server_out) = std::io::pipe()?;
+        // Its stdout stays open (held here), so the client waits for an answer that never comes.
+        self.held.lock().unwrap().push(server_out);
+        // Its stdin's read end lives with the guard: the handshake's request is taken and
+        // never answered.
+        Ok(Pipes {
+            stdin: client_out.into(),
+            stdout: client_in.into(),
+            stderr: None,
+            guard: Box::new(server_in),
+        })
+    }
+
+    fn describe(&self) -> String {
+        "a silent server".to_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_times_out() {
+    let options = Options {
+        call_timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_millis(300),
+    };
+    let launch = Silent {
+        held: Mutex::new(Vec::new()),
+    };
+    let started = Instant::now();
+    let error = match Client::connect("mute", Transport::Stdio(Arc::new(launch)), options).await {
+        Ok(_) => panic!("connected to a server that says nothing"),
+        Err(error) => error,
+    };
+    assert!(
+        matches!(error, McpError::InitializeTimeout { .. }),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("`mute` did not answer `initialize` within 0.3 s"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
