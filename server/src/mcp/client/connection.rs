@@ -15,6 +15,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
 use tokio::sync::watch;
 
 use super::stdio::{CheckedStdout, StderrTail, StdoutVerdict};
+use super::unrouted::EndOnUnroutedError;
 use super::{CallOutput, McpError, Options, State, Tail, Tool, Transport, render};
 
 /// The longest JSON-RPC message read from a stdio server; a longer line is dropped by rmcp
@@ -52,11 +53,16 @@ struct Slot {
     restarted: bool,
 }
 
+/// A request that could not be sent.
+struct Undelivered(ServiceError);
+
 /// One run of the server.
 struct Session {
     service: RunningService<RoleClient, Handler>,
     /// Set when a request could not be delivered (an HTTP server gone, a closed pipe).
     broken: AtomicBool,
+    /// An HTTP server's refusal that named no request, which ended the session.
+    rejected: Option<Arc<Mutex<Option<String>>>>,
     stderr: Option<Arc<StderrTail>>,
     verdict: Option<Arc<StdoutVerdict>>,
     /// Ends the server's processes when the session goes.
@@ -70,6 +76,20 @@ impl Session {
 
     fn is_dead(&self) -> bool {
         self.broken.load(Ordering::SeqCst) || self.peer().is_transport_closed()
+    }
+
+    /// Resolves when the transport has ended.
+    async fn closed(&self) {
+        while !self.peer().is_transport_closed() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The refusal that ended the session, if one did.
+    fn rejected(&self) -> Option<String> {
+        self.rejected
+            .as_ref()
+            .and_then(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     fn stderr(&self) -> Tail {
@@ -182,27 +202,70 @@ impl Client {
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallOutput, McpError> {
         let session = self.inner.live_session().await?;
+        match self.call_on(&session, tool, arguments.clone()).await {
+            // The request never left (a closed pipe, an HTTP server gone): the server did not
+            // run it, so it is safe to send again to the server started anew.
+            Err(Undelivered(error)) => {
+                session.broken.store(true, Ordering::SeqCst);
+                tracing::info!(server = %self.inner.name, "a call was not delivered: {error}");
+                let session = self.inner.live_session().await?;
+                match self.call_on(&session, tool, arguments).await {
+                    Err(Undelivered(error)) => {
+                        session.broken.store(true, Ordering::SeqCst);
+                        Err(self.inner.died(&session, &error.to_string()).await)
+                    }
+                    Ok(result) => result,
+                }
+            }
+            Ok(result) => result,
+        }
+    }
+
+    /// One call on `session`: its outcome, or why it was not delivered.
+    async fn call_on(
+        &self,
+        session: &Session,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Result<CallOutput, McpError>, Undelivered> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let timeout = self.inner.options.call_timeout;
         // On the timeout the call's future is dropped, and rmcp sends notifications/cancelled
         // for a request dropped unanswered.
-        match tokio::time::timeout(timeout, session.peer().call_tool(params)).await {
-            Err(_) => Err(McpError::CallTimeout {
-                server: self.inner.name.clone(),
-                tool: tool.to_owned(),
-                timeout,
-            }),
-            Ok(Ok(result)) => Ok(render::render(result)),
-            Ok(Err(ServiceError::McpError(error))) => Err(McpError::Refused {
-                server: self.inner.name.clone(),
-                tool: tool.to_owned(),
-                reason: error.message.into_owned(),
-            }),
-            Ok(Err(error)) => {
-                session.broken.store(true, Ordering::SeqCst);
-                Err(self.inner.died(&session, &error.to_string()).await)
-            }
-        }
+        Ok(
+            match tokio::time::timeout(timeout, async {
+                tokio::select! {
+                    result = session.peer().call_tool(params) => result,
+                    // A transport that ends may leave the request unanswered for good.
+                    () = session.closed() => Err(ServiceError::TransportClosed),
+                }
+            })
+            .await
+            {
+                Err(_) => Err(McpError::CallTimeout {
+                    server: self.inner.name.clone(),
+                    tool: tool.to_owned(),
+                    timeout,
+                }),
+                Ok(Ok(result)) => Ok(render::render(result)),
+                Ok(Err(ServiceError::McpError(error))) => Err(McpError::Refused {
+                    server: self.inner.name.clone(),
+                    tool: tool.to_owned(),
+                    reason: error.message.into_owned(),
+                }),
+                Ok(Err(error @ ServiceError::TransportSend(_))) => return Err(Undelivered(error)),
+                Ok(Err(error)) if session.rejected().is_some() => {
+                    // Refused as a request of a session it does not know: not run.
+                    return Err(Undelivered(error));
+                }
+                Ok(Err(error)) => {
+                    // Sent, then the connection ended: the server may have run it; not sent
+                    // again.
+                    session.broken.store(true, Ordering::SeqCst);
+                    Err(self.inner.died(session, &error.to_string()).await)
+                }
+            },
+        )
     }
 
     /// The protocol version the server agreed to.
@@ -324,9 +387,13 @@ impl Inner {
                 stderr: session.stderr(),
             };
         }
+        let reason = match session.rejected() {
+            Some(refusal) => format!("it refused the session: {refusal}"),
+            None => reason.to_owned(),
+        };
         McpError::Closed {
             server: self.name.clone(),
-            reason: reason.to_owned(),
+            reason,
             stderr: session.stderr(),
         }
     }
@@ -337,6 +404,7 @@ impl Inner {
             shared: self.shared.clone(),
         };
         let timeout = self.options.connect_timeout;
+        let mut rejected = None;
         let (started, stderr, verdict, guard, url) = match &self.transport {
             Transport::Stdio(launch) => {
                 let start_error = |error| McpError::Start {
@@ -372,7 +440,9 @@ impl Inner {
                 // rmcp's HTTP client has no TLS provider of its own: it takes the process's
                 // default, which is ring here (already installed is fine).
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport =
+                    EndOnUnroutedError::new(StreamableHttpClientTransport::from_config(config));
+                rejected = Some(transport.rejected.clone());
                 let started = tokio::time::timeout(timeout, handler.serve(transport)).await;
                 (started, None, None, None, Some(url.clone()))
             }
@@ -413,11 +483,22 @@ impl Inner {
                         stderr: tail(),
                     });
                 }
+                if let Some(refusal) = rejected
+                    .as_ref()
+                    .and_then(|r| r.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                {
+                    return Err(McpError::Handshake {
+                        server: self.name.clone(),
+                        reason: format!("it refused `initialize`: {refusal}"),
+                        stderr: tail(),
+                    });
+                }
                 return Err(self.handshake_error(&error, url, tail()));
             }
         };
         let session = Arc::new(Session {
             service,
+            rejected,
             broken: AtomicBool::new(false),
             stderr,
             verdict,

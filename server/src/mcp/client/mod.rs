@@ -13,6 +13,7 @@ mod stdio;
 #[cfg(test)]
 mod tests;
 mod unconfined;
+mod unrouted;
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;

@@ -339,3 +339,79 @@ async fn a_server_that_never_answers_initialize_times_out() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// server-everything over streamable HTTP on `port`, started as the user.
+fn everything_http(port: u16) -> crate::sandbox::host::HostProcess {
+    let command = crate::sandbox::host::HostCommand {
+        program: wright_tests::mcp::node().display().to_string(),
+        args: vec![
+            wright_tests::mcp::bin("mcp-server-everything")
+                .display()
+                .to_string(),
+            "streamableHttp".to_owned(),
+        ],
+        cwd: std::env::temp_dir(),
+        env: vec![("PORT".to_owned(), port.to_string())],
+    };
+    let process = command.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server-everything never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    process
+}
+
+/// Waits until nothing listens on `port` (a killed server's socket closes a moment later).
+fn until_refused(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(Instant::now() < deadline, "the server still listens");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_is_reached_again_once() {
+    if !wright_tests::mcp::npm_available() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = everything_http(port);
+    let transport = Transport::Http {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        bearer_token: None,
+    };
+    let options = Options {
+        call_timeout: Duration::from_secs(8),
+        ..Options::default()
+    };
+    let client = Client::connect("everything", transport, options)
+        .await
+        .unwrap();
+    assert_eq!(
+        client.call("echo", message("one")).await.unwrap().text,
+        "Echo: one"
+    );
+    // Stopped and started again (a new process, so the old session is unknown to it).
+    drop(server);
+    until_refused(port);
+    let server = everything_http(port);
+    assert_eq!(
+        client.call("echo", message("two")).await.unwrap().text,
+        "Echo: two"
+    );
+    assert_eq!(client.state(), State::Running);
+    drop(server);
+    until_refused(port);
+    let error = client.call("echo", message("three")).await.unwrap_err();
+    assert!(matches!(error, McpError::Failed { .. }), "{error}");
+    assert!(matches!(client.state(), State::Failed { .. }));
+}
