@@ -87,6 +87,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("index", &["files", "languages", "workspace"]),
     ("sandbox", &["config", "files"]),
     ("llm", &["config", "sandbox"]),
+    // MCP: the client starts unconfined servers through the sandbox's host spawn.
+    ("mcp", &["config", "sandbox"]),
     ("edit", &["config", "files", "languages", "workspace"]),
     ("router", &["config", "llm"]),
     ("retrieval", &["index", "llm", "workspace"]),
