@@ -134,8 +134,21 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
-    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client.
-    ("mcp", &["agent", "index", "llm", "retrieval", "workspace"]),
+    // MCP: the client starts unconfined servers through the sandbox's host spawn; `serve`
+    // offers the agent's tool table (and retrieval) to an MCP client. (Should the agent come
+    // to import the client, `serve` moves to a top-level module of its own above `agent`.)
+    (
+        "mcp",
+        &[
+            "agent",
+            "config",
+            "index",
+            "llm",
+            "retrieval",
+            "sandbox",
+            "workspace",
+        ],
+    ),
     // The binary's subcommands: they reach the library as `wright::…`, as any user would.
     ("cli", &[]),
 ];
