@@ -134,9 +134,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
-    // MCP: the client starts unconfined servers through the sandbox's host spawn; `serve`
-    // offers the agent's tool table (and retrieval) to an MCP client. (Should the agent come
-    // to import the client, `serve` moves to a top-level module of its own above `agent`.)
+    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client.
+    // The client starts unconfined servers through the sandbox's host spawn (`sandbox`).
     (
         "mcp",
         &[

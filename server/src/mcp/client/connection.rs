@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
 };
 use rmcp::service::{ClientInitializeError, NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -46,11 +47,41 @@ struct Shared {
     tools_version: watch::Sender<u64>,
     state: Mutex<State>,
     info: RwLock<(String, Option<String>)>,
+    /// A `tools/list_changed` came that no listing has answered yet.
+    refresh_wanted: AtomicBool,
+    /// A task is listing the tools again.
+    refreshing: AtomicBool,
 }
 
 struct Slot {
     live: Option<Arc<Session>>,
     restarted: bool,
+}
+
+/// A server's tools, at most: past this many (or pages) the list is cut, so that a server
+/// paging forever cannot grow wright's memory.
+const MAX_TOOLS: usize = 1000;
+const MAX_PAGES: usize = 100;
+
+/// All pages of `tools/list`, bounded by [`MAX_TOOLS`] and [`MAX_PAGES`].
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer.list_tools(Some(params)).await?;
+        tools.extend(page.tools);
+        if tools.len() >= MAX_TOOLS {
+            tools.truncate(MAX_TOOLS);
+            tracing::warn!("a server lists more than {MAX_TOOLS} tools: the rest are left out");
+            break;
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(tools)
 }
 
 /// A request that could not be sent.
@@ -114,17 +145,33 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        // Asked on a task of its own: the notification handler must not wait for a request
-        // whose answer the same service loop delivers.
+        // One refresher at a time, on a task of its own (the notification handler must not
+        // wait for a request whose answer the same service loop delivers); a storm of
+        // notifications becomes one more listing, not one task each.
         let shared = self.shared.clone();
+        shared.refresh_wanted.store(true, Ordering::SeqCst);
+        if shared.refreshing.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let peer = context.peer.clone();
         tokio::spawn(async move {
-            match peer.list_all_tools().await {
-                Ok(tools) => shared.set_tools(tools),
-                Err(error) => tracing::warn!(
-                    server = %shared.name,
-                    "listing the tools again after tools/list_changed: {error}"
-                ),
+            loop {
+                while shared.refresh_wanted.swap(false, Ordering::SeqCst) {
+                    match list_tools(&peer).await {
+                        Ok(tools) => shared.set_tools(tools),
+                        Err(error) => tracing::warn!(
+                            server = %shared.name,
+                            "listing the tools again after tools/list_changed: {error}"
+                        ),
+                    }
+                }
+                shared.refreshing.store(false, Ordering::SeqCst);
+                // A notification between the last check and the store above is not lost.
+                if !shared.refresh_wanted.load(Ordering::SeqCst)
+                    || shared.refreshing.swap(true, Ordering::SeqCst)
+                {
+                    break;
+                }
             }
         });
     }
@@ -164,6 +211,8 @@ impl Client {
             tools_version: watch::Sender::new(0),
             state: Mutex::new(State::Running),
             info: RwLock::new((String::new(), None)),
+            refresh_wanted: AtomicBool::new(false),
+            refreshing: AtomicBool::new(false),
         });
         let inner = Arc::new(Inner {
             name: name.to_owned(),
@@ -510,7 +559,7 @@ impl Inner {
                 info.server_info.as_ref().map(|i| i.name.clone()),
             );
         }
-        match tokio::time::timeout(timeout, session.peer().list_all_tools()).await {
+        match tokio::time::timeout(timeout, list_tools(session.peer())).await {
             Ok(Ok(tools)) => self.shared.set_tools(tools),
             Ok(Err(error)) => {
                 return Err(McpError::Handshake {

@@ -22,6 +22,10 @@ struct World {
     cancelled: AtomicBool,
     /// `rename` was called: the tool list is now `echo2`.
     renamed: AtomicBool,
+    /// `tools/list` answers with one more page, always.
+    endless: AtomicBool,
+    /// How many `tools/list` requests came.
+    listings: AtomicUsize,
 }
 
 #[derive(Clone)]
@@ -53,6 +57,16 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let listing = self.world.listings.fetch_add(1, Ordering::SeqCst);
+        if self.world.endless.load(Ordering::SeqCst) {
+            let mut page = ListToolsResult::with_all_items(vec![rmcp::model::Tool::new(
+                format!("tool{listing}"),
+                "one more",
+                schema(),
+            )]);
+            page.next_cursor = Some(format!("page{listing}"));
+            return Ok(page);
+        }
         let echo = if self.world.renamed.load(Ordering::SeqCst) {
             "echo2"
         } else {
@@ -86,6 +100,12 @@ impl ServerHandler for TestServer {
                 self.world.renamed.store(true, Ordering::SeqCst);
                 let _ = context.peer.notify_tool_list_changed().await;
                 "renamed".to_owned()
+            }
+            "storm" => {
+                for _ in 0..2000 {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
+                "stormed".to_owned()
             }
             other => {
                 return Err(ErrorData::invalid_params(format!("no tool {other}"), None));
@@ -414,4 +434,35 @@ async fn an_http_server_that_goes_away_is_reached_again_once() {
     let error = client.call("echo", message("three")).await.unwrap_err();
     assert!(matches!(error, McpError::Failed { .. }), "{error}");
     assert!(matches!(client.state(), State::Failed { .. }));
+}
+
+#[tokio::test]
+async fn a_server_paging_forever_gets_a_bounded_list() {
+    let launcher = Arc::new(InProcess::default());
+    launcher.world.endless.store(true, Ordering::SeqCst);
+    let client = connect(&launcher, Duration::from_secs(10)).await;
+    assert_eq!(client.tools().len(), 100);
+    assert_eq!(launcher.world.listings.load(Ordering::SeqCst), 100);
+}
+
+#[tokio::test]
+async fn a_storm_of_list_changed_notifications_is_a_few_listings() {
+    let launcher = Arc::new(InProcess::default());
+    let client = connect(&launcher, Duration::from_secs(10)).await;
+    client.call("storm", Default::default()).await.unwrap();
+    // Let the refresher drain what is left of the storm.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = launcher.world.listings.load(Ordering::SeqCst);
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(Instant::now() < deadline, "the listings never stopped");
+    }
+    assert!(last >= 2, "the tools were never listed again");
+    assert!(last < 1000, "{last} listings for 2000 notifications");
+    assert_eq!(client.tools().len(), 3);
 }
