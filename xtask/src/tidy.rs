@@ -107,6 +107,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // MCP: the servers' tools join the agent's (`servers`), and wright's engines are served
+    // (`serve`), so it sits above the session core; the front ends open sessions' servers.
+    (
+        "mcp",
+        &["agent", "config", "files", "llm", "sandbox"],
+    ),
     (
         "lsp",
         &[
@@ -116,6 +122,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "edit",
             "files",
             "index",
+            "mcp",
             "retrieval",
             "sandbox",
             "workspace",
@@ -131,6 +138,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "files",
             "index",
             "llm",
+            "mcp",
             "workspace",
         ],
     ),
