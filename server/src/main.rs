@@ -231,7 +231,10 @@ enum McpCommand {
         json: bool,
     },
     /// Connect to one server (a streamable HTTP URL, or a stdio command after `--`),
-    /// initialize, list its tools and, with --call, call one.
+    /// initialize, list its tools and, with --call, call one. A command given here runs as
+    /// you, unconfined, in --root (like running it in a shell; configured servers are
+    /// sandboxed), with only PATH, HOME and LANG of your environment. Exit 0 ok, 1 the call
+    /// failed or returned isError, 2 the server could not be started, reached or initialized.
     Check {
         /// Call this tool.
         #[arg(long, value_name = "TOOL")]
@@ -239,9 +242,15 @@ enum McpCommand {
         /// The call's arguments, a JSON object.
         #[arg(long, value_name = "JSON", requires = "call")]
         args: Option<String>,
-        /// Print one JSON document.
+        /// Print one JSON document: {"server","protocolVersion","tools":[…],"result"?}.
         #[arg(long)]
         json: bool,
+        /// Seconds to wait for the call's result (default 60); the handshake gets 30.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+        timeout: Option<u64>,
+        /// For a URL: send the value of this environment variable as the bearer token.
+        #[arg(long, value_name = "VAR")]
+        bearer_token_env: Option<String>,
         /// The server: a URL, or `--` and a command with its arguments.
         #[arg(
             required = true,
@@ -341,8 +350,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 call,
                 args,
                 json,
+                timeout,
+                bearer_token_env,
                 server,
-            } => cli::mcp::check(&root, &server, call.as_deref(), args.as_deref(), json),
+            } => cli::mcp_check::run(cli::mcp_check::Check {
+                root: &root,
+                server: &server,
+                call: call.as_deref(),
+                args: args.as_deref(),
+                json,
+                timeout,
+                bearer_token_env: bearer_token_env.as_deref(),
+            }),
             McpCommand::Trust { name } => cli::mcp::trust(&root, &name),
         },
         Command::Doctor { json } => {

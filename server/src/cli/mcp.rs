@@ -1,5 +1,5 @@
-//! `wright mcp list`, `check` and `trust`: the configured servers, one server's tools, and
-//! the user's trust in a workspace's server definitions.
+//! `wright mcp list` and `trust`: the configured servers, and the user's trust in a
+//! workspace's server definitions.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -67,16 +67,6 @@ pub fn list(root: &Path, json: bool) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-pub fn check(
-    _root: &Path,
-    _server: &[String],
-    _call: Option<&str>,
-    _args: Option<&str>,
-    _json: bool,
-) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`wright mcp check` is not built yet")
 }
 
 /// Trusts the workspace's definition of `name` as it is now.

@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod doctor;
 pub mod mcp;
+pub mod mcp_check;
 pub mod mcp_serve;
 pub mod sandbox_run;
 pub mod terminal;
