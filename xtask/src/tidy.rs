@@ -142,6 +142,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client.
+    ("mcp", &["agent", "index", "llm", "retrieval", "workspace"]),
     // The binary's subcommands: they reach the library as `wright::…`, as any user would.
     ("cli", &[]),
 ];

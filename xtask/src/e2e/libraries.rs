@@ -43,7 +43,7 @@ pub const ACP: Libraries = Libraries {
 pub const MCP: Libraries = Libraries {
     name: "mcp",
     what: "the MCP servers, client SDK and conformance suite",
-    tests: &["mcp"],
+    tests: &["mcp_serve", "mcp_client"],
     record_node: true,
 };
 
