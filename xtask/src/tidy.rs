@@ -143,7 +143,19 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client.
-    ("mcp", &["agent", "index", "llm", "retrieval", "workspace"]),
+    // The client starts unconfined servers through the sandbox's host spawn (`sandbox`).
+    (
+        "mcp",
+        &[
+            "agent",
+            "config",
+            "index",
+            "llm",
+            "retrieval",
+            "sandbox",
+            "workspace",
+        ],
+    ),
     // The binary's subcommands: they reach the library as `wright::…`, as any user would.
     ("cli", &[]),
 ];
