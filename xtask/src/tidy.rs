@@ -107,11 +107,22 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
-    // MCP: the servers' tools join the agent's (`servers`), and wright's engines are served
-    // (`serve`), so it sits above the session core; the front ends open sessions' servers.
+    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client; the
+    // client starts unconfined servers through the sandbox's host spawn (`sandbox`); a
+    // session's servers join the agent's tools (`servers`). The front ends open a session's
+    // servers, so it sits between the session core and them.
     (
         "mcp",
-        &["agent", "config", "files", "llm", "sandbox"],
+        &[
+            "agent",
+            "config",
+            "files",
+            "index",
+            "llm",
+            "retrieval",
+            "sandbox",
+            "workspace",
+        ],
     ),
     (
         "lsp",
@@ -139,20 +150,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "index",
             "llm",
             "mcp",
-            "workspace",
-        ],
-    ),
-    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client.
-    // The client starts unconfined servers through the sandbox's host spawn (`sandbox`).
-    (
-        "mcp",
-        &[
-            "agent",
-            "config",
-            "index",
-            "llm",
-            "retrieval",
-            "sandbox",
             "workspace",
         ],
     ),
