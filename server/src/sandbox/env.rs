@@ -1,5 +1,6 @@
 //! The environment a sandboxed command gets: only variables on an allow-list, and never one
-//! whose name looks like a credential, whatever the allow-list or the caller says.
+//! whose name looks like a credential, whatever the allow-list or the caller says; a
+//! sandboxed server's (`build_exact`): PATH, HOME and LANG, and what its configuration sets.
 
 /// Variables passed through from the server's environment when set.
 const ALLOWED: &[&str] = &[
@@ -97,6 +98,39 @@ pub fn build(
     deduped
 }
 
+/// Variables an `Exact` run takes from the server's environment.
+const EXACT_FROM_HOST: &[&str] = &["PATH", "HOME", "LANG"];
+
+/// A server's environment (`Environment::Exact`): PATH, HOME and LANG from `host`, TMPDIR at
+/// the private /tmp, then `extra` as given (later entries win), credential-like names
+/// included: they are the user's own, named for this run, while wright's environment (its
+/// model keys) never passes beyond the three.
+pub fn build_exact(
+    host: impl IntoIterator<Item = (String, String)>,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = host
+        .into_iter()
+        .filter(|(name, _)| EXACT_FROM_HOST.contains(&name.as_str()))
+        .collect();
+    env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
+    env.extend(extra.iter().cloned());
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push((
+            "PATH".to_owned(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut deduped: Vec<_> = env
+        .into_iter()
+        .rev()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .collect();
+    deduped.reverse();
+    deduped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +177,36 @@ mod tests {
             env.iter()
                 .any(|(k, v)| k == "PATH" && v.contains("/usr/bin"))
         );
+    }
+
+    #[test]
+    fn an_exact_environment_takes_three_host_variables_and_the_configured_ones_as_given() {
+        let host = pairs(&[
+            ("PATH", "/bin"),
+            ("HOME", "/home/u"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("USER", "u"),
+            ("OPENAI_API_KEY", "sk-1"),
+            ("TMPDIR", "/host/tmp"),
+        ]);
+        let extra = pairs(&[("DB_TOKEN", "configured"), ("LANG", "de_DE.UTF-8")]);
+        let env = build_exact(host, &extra);
+        assert_eq!(
+            env,
+            pairs(&[
+                ("PATH", "/bin"),
+                ("HOME", "/home/u"),
+                ("TMPDIR", "/tmp"),
+                ("DB_TOKEN", "configured"),
+                ("LANG", "de_DE.UTF-8"),
+            ])
+        );
+        let bare = build_exact(Vec::new(), &[]);
+        assert!(
+            bare.iter()
+                .any(|(k, v)| k == "PATH" && v.contains("/usr/bin"))
+        );
+        assert!(!bare.iter().any(|(k, _)| k == "HOME"));
     }
 }

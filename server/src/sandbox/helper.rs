@@ -16,7 +16,8 @@
 //!
 //! The helper enforces the wall time itself (and the runner's cancellation, signalled by
 //! closing the run's control pipe) by killing the init, so when the helper exits, no process
-//! of the run is left.
+//! of the run is left. An attached run (a server living as long as its caller wants) has no
+//! wall time: only the closing of the control pipe, or the command's own exit, ends it.
 
 // host paths: the run's own mount tree (inside its namespaces), /proc and the sandbox's folders; the workspace is only mounted, never read or written here.
 
@@ -73,7 +74,7 @@ fn report(message: &Report) {
 /// The helper's entry point, called by `main` before anything else runs. Never returns.
 ///
 /// The process `main` starts is the zygote: it serves one run after another, each request a
-/// specification plus the run's four pipe ends (stdout, stderr, status, control) received on
+/// specification plus the run's five pipe ends (stdin, stdout, stderr, status, control) received on
 /// its stdin, a Unix socket, and forks one helper per run. Forking a small, already started
 /// process is much cheaper than executing the binary again, and the zygote stays in its
 /// cgroup, so runs need no cgroup move. It exits when the runner closes the socket.
@@ -106,7 +107,9 @@ pub fn main() -> ! {
             unsafe { libc::_exit(code) }
         }
         for fd in fds {
-            // SAFETY: the descriptors were received for the child, which has its own copies.
+            // SAFETY: the descriptors were received for the child, which has its own copies
+            // (the stdin's write end stays with the runner alone, so end of file reaches the
+            // command once the runner closes it).
             unsafe { libc::close(fd) };
         }
     }
@@ -126,29 +129,28 @@ fn reap_helpers() {
 }
 
 /// One run's helper: puts the received pipe ends in place, then isolates and waits.
-fn serve(spec: Vec<u8>, received: [i32; 4]) -> i32 {
-    // SAFETY: descriptor calls on descriptors this process owns; /dev/null is a valid path.
+fn serve(spec: Vec<u8>, received: [i32; 5]) -> i32 {
+    // SAFETY: descriptor calls on descriptors this process owns.
     let control = unsafe {
         // The zygote's SIGCHLD handler is not the helper's business.
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         // Out of the way of 0 to 3 first, whatever numbers they arrived with (close-on-exec).
-        let [stdout, stderr, status, control] =
+        let [stdin, stdout, stderr, status, control] =
             received.map(|fd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10));
         for fd in received {
             libc::close(fd);
         }
+        // The command's stdin is what the runner sent (fd 0 was the zygote's socket):
+        // /dev/null for a command, a pipe from the runner for an attached run.
+        libc::dup2(stdin, 0);
         libc::dup2(stdout, 1);
         libc::dup2(stderr, 2);
         // The status pipe must reach the init (fork keeps it) but not the command (exec drops
         // it); the control channel stays with this helper only.
         libc::dup3(status, STATUS_FD, libc::O_CLOEXEC);
-        for fd in [stdout, stderr, status] {
+        for fd in [stdin, stdout, stderr, status] {
             libc::close(fd);
         }
-        // The command's stdin is /dev/null (fd 0 was the zygote's socket).
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-        libc::dup2(null, 0);
-        libc::close(null);
         control
     };
     report(&Report::Started {
@@ -173,10 +175,10 @@ fn serve(spec: Vec<u8>, received: [i32; 4]) -> i32 {
 }
 
 /// Receives one request from the socket on fd 0: an 8-byte little-endian length carrying the
-/// four descriptors, then that many bytes of JSON. `None` when the runner closed the socket.
-fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 4])>> {
+/// five descriptors, then that many bytes of JSON. `None` when the runner closed the socket.
+fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 5])>> {
     let mut length = [0u8; 8];
-    // Room for one SCM_RIGHTS message of four descriptors.
+    // Room for one SCM_RIGHTS message of five descriptors.
     let mut control = [0u64; 8];
     let mut iov = libc::iovec {
         iov_base: length.as_mut_ptr().cast(),
@@ -203,7 +205,7 @@ fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 4])>> {
     if received == 0 {
         return Ok(None);
     }
-    let mut fds = [-1; 4];
+    let mut fds = [-1; 5];
     // SAFETY: walking the control messages the kernel filled in.
     unsafe {
         let header = libc::CMSG_FIRSTHDR(&message);
@@ -213,7 +215,7 @@ fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 4])>> {
         {
             let data = libc::CMSG_DATA(header).cast::<i32>();
             let count = ((*header).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
-            for (i, slot) in fds.iter_mut().enumerate().take(count.min(4)) {
+            for (i, slot) in fds.iter_mut().enumerate().take(count.min(5)) {
                 *slot = std::ptr::read_unaligned(data.add(i));
             }
         }
@@ -221,7 +223,7 @@ fn receive_request() -> io::Result<Option<(Vec<u8>, [i32; 4])>> {
     if fds.contains(&-1) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "a request without its four descriptors",
+            "a request without its five descriptors",
         ));
     }
     if received < length.len() {
@@ -320,10 +322,15 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
     // SAFETY: the init has its own copy.
     unsafe { libc::close(alive[1]) };
 
-    let deadline = start + Duration::from_millis(spec.timeout_ms);
+    let deadline = spec
+        .timeout_ms
+        .map(|millis| start + Duration::from_millis(millis));
     let (mut timed_out, mut cancelled) = (false, false);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        // Without a wall time, poll wakes for the init's end or the control pipe only.
+        let left = deadline.map_or(Duration::from_secs(3600), |deadline| {
+            deadline.saturating_duration_since(Instant::now())
+        });
         if left.is_zero() {
             timed_out = true;
             break;
@@ -426,7 +433,9 @@ fn run_without_namespaces(spec: &HelperSpec, control: i32) -> Step<i32> {
         }
         exec_command(spec, &filter, -1);
     }
-    let deadline = start + Duration::from_millis(spec.timeout_ms);
+    let deadline = spec
+        .timeout_ms
+        .map(|millis| start + Duration::from_millis(millis));
     let (mut timed_out, mut cancelled, mut wait_status) = (false, false, None);
     while wait_status.is_none() {
         let mut status = 0;
@@ -439,7 +448,9 @@ fn run_without_namespaces(spec: &HelperSpec, control: i32) -> Step<i32> {
             _ => {}
         }
         reap_helpers();
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.map_or(Duration::from_secs(3600), |deadline| {
+            deadline.saturating_duration_since(Instant::now())
+        });
         if left.is_zero() {
             timed_out = true;
             break;
@@ -618,7 +629,10 @@ fn init_main(spec: &HelperSpec, filter: &seccomp::Program, limits: &UserLimits) 
         status: limits.bound_this_namespace(),
     });
     let mut mounts = Vec::new();
-    let mut writable = vec![spec.workspace.clone(), "/tmp".into(), "/dev/shm".into()];
+    let mut writable: Vec<PathBuf> = vec!["/tmp".into(), "/dev/shm".into()];
+    if spec.workspace_writable {
+        writable.push(spec.workspace.clone());
+    }
     writable.extend(spec.extra_writable.iter().cloned());
     for path in &writable {
         match supervisor::mount_id(path) {
@@ -1132,14 +1146,27 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         nosuid_nodev | libc::MS_NOEXEC,
         "",
     )?;
+    // The workspace among them even when read-only: it must stay visible.
     let writable_paths: Vec<PathBuf> = writable.iter().map(|(path, _)| path.clone()).collect();
-    for (path, tree) in writable {
+    for (index, (path, tree)) in writable.into_iter().enumerate() {
         // Under a tmpfs the mount point must be made; elsewhere it exists already.
         std::fs::create_dir_all(&path).map_err(|error| Failure {
             stage: "making a mount point",
             error,
         })?;
         attach_tree("attaching a writable tree", tree, &path)?;
+        // A read-only workspace is still re-attached (one under /tmp would be covered
+        // otherwise), then made read-only before the writable paths inside it are attached
+        // over it, so that those stay writable.
+        if index == 0 && !spec.workspace_writable {
+            let c = cstring("making the workspace read-only", &path)?;
+            mount_setattr(
+                "making the workspace read-only",
+                &c,
+                true,
+                MOUNT_ATTR_RDONLY,
+            )?;
+        }
     }
     // In place, `.git`, `.wright` and the protected paths become read-only: a command cannot
     // plant a hook, a `core.fsmonitor` or a configuration that runs later, outside.
@@ -1376,11 +1403,9 @@ fn set_rlimits(spec: &HelperSpec) -> io::Result<()> {
         Ok(())
     };
     // SIGXCPU at the soft limit, SIGKILL a second later.
-    set(
-        libc::RLIMIT_CPU,
-        limits.cpu_seconds,
-        limits.cpu_seconds.saturating_add(1),
-    )?;
+    if let Some(seconds) = limits.cpu_seconds {
+        set(libc::RLIMIT_CPU, seconds, seconds.saturating_add(1))?;
+    }
     set(
         libc::RLIMIT_FSIZE,
         limits.file_size_bytes,

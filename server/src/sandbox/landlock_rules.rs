@@ -1,6 +1,7 @@
 //! The landlock ruleset: reading and executing anywhere but the hidden paths, writing only
-//! under the workspace, the extra writable paths, /tmp and /dev/shm (in the landlock tier:
-//! the run's private temporary folder instead), and to the few device nodes of /dev. Without
+//! under the workspace (unless it is read-only to the run), the extra writable paths, /tmp
+//! and /dev/shm (in the landlock tier: the run's private temporary folder instead), and to
+//! the few device nodes of /dev. Without
 //! network permission, TCP bind and connect are refused too; signals and abstract Unix
 //! sockets stay within the sandbox (ABI 6 scopes).
 //!
@@ -32,7 +33,10 @@ const TARGET: ABI = ABI::V6;
 /// Restricts the calling process (and its future children). Returns how far it went, and
 /// whether abstract Unix sockets and signals are scoped to the sandbox (ABI 6).
 pub(crate) fn restrict(spec: &HelperSpec) -> Result<(String, bool), String> {
-    let mut writable = vec![spec.workspace.clone()];
+    let mut writable = Vec::new();
+    if spec.workspace_writable {
+        writable.push(spec.workspace.clone());
+    }
     writable.extend(spec.extra_writable.iter().cloned());
     match spec.tier {
         Tier::Namespaces => {

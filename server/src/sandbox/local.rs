@@ -22,7 +22,8 @@ use super::cgroup::{RunGroup, Support};
 use super::policy;
 use super::spec::{HELPER_SUBCOMMAND, HelperSpec, OVERLAY_STAGE, Report, Rlimits, Tier};
 use super::{
-    Backend, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request, SandboxError, env,
+    Backend, Environment, Exceeded, Filesystem, Isolation, Limits, Network, Outcome, Request,
+    SandboxError, env,
 };
 
 /// How long past the wall time the runner waits for the helper before killing it itself.
@@ -45,8 +46,8 @@ pub struct LocalBackend {
 pub struct Prepared {
     // Declared first so it drops (its process killed and reaped) before the group, which can
     // only be removed once empty.
-    zygote: Zygote,
-    group: Option<RunGroup>,
+    pub(super) zygote: Zygote,
+    pub(super) group: Option<RunGroup>,
 }
 
 impl Prepared {
@@ -62,9 +63,9 @@ impl Prepared {
 }
 
 /// The zygote process and the runner's end of its socket.
-struct Zygote {
+pub(super) struct Zygote {
     child: Child,
-    socket: UnixStream,
+    pub(super) socket: UnixStream,
 }
 
 impl Drop for Zygote {
@@ -86,12 +87,12 @@ impl Drop for Zygote {
 }
 
 /// The runner's ends of one run's pipes.
-struct RunPipes {
-    stdout: File,
-    stderr: File,
-    status: File,
+pub(super) struct RunPipes {
+    pub(super) stdout: File,
+    pub(super) stderr: File,
+    pub(super) status: File,
     /// Closing it asks the helper to kill the run.
-    control: Option<File>,
+    pub(super) control: Option<File>,
 }
 
 impl LocalBackend {
@@ -161,6 +162,40 @@ impl LocalBackend {
         &self.cgroups
     }
 
+    /// The run's environment, as its request's `environment` says; in the landlock tier
+    /// TMPDIR is the run's own folder (there is no private /tmp).
+    pub(super) fn command_env(
+        &self,
+        request: &Request,
+        private_tmp: Option<&PrivateTmp>,
+    ) -> Vec<(String, String)> {
+        let host = self.host_env.iter().cloned();
+        let mut command_env = match request.environment {
+            Environment::AllowList => env::build(host, &request.env),
+            Environment::Exact => env::build_exact(host, &request.env),
+        };
+        if let Some(tmp) = private_tmp {
+            for (name, value) in &mut command_env {
+                if name == "TMPDIR" {
+                    *value = tmp.0.to_string_lossy().into_owned();
+                }
+            }
+        }
+        command_env
+    }
+
+    /// The paths hidden from the run: the credential stores under the server's HOME,
+    /// wright's own folders, the runtime folders and `deny_read`.
+    pub(super) fn hidden_paths(&self, request: &Request) -> Vec<PathBuf> {
+        let host_env = |name: &str| {
+            self.host_env
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        policy::hidden_paths(&host_env, &request.deny_read)
+    }
+
     /// Starts a zygote; it waits, idle, until given a request.
     fn spawn_zygote(&self) -> io::Result<Zygote> {
         let (socket, theirs) = UnixStream::pair()?;
@@ -213,24 +248,9 @@ impl LocalBackend {
                 "give a snapshot (it needs a mount namespace): the command would run in place",
             ));
         }
-        // host path: the workspace root as given, resolved once for the helper.
-        let workspace = std::fs::canonicalize(&request.workspace).map_err(SandboxError::Prepare)?;
-        let relative_cwd = request.cwd.as_deref().unwrap_or(Path::new(""));
-        if !relative_cwd
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-        {
-            return Err(SandboxError::Prepare(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "the working folder {} is not inside the workspace",
-                    relative_cwd.display()
-                ),
-            )));
-        }
-        let cwd = workspace.join(relative_cwd);
+        let (workspace, cwd) = workspace_and_cwd(request)?;
         let snapshot_guard = match &request.filesystem {
-            Filesystem::InPlace => None,
+            Filesystem::InPlace | Filesystem::ReadOnly => None,
             Filesystem::Snapshot(shared) => Some(
                 shared
                     .lock()
@@ -250,50 +270,30 @@ impl LocalBackend {
         let cgroup_used = prepared.group.is_some();
         let memory_by_cgroup = cgroup_used && self.cgroups.limits_memory();
         let in_place = snapshot_guard.is_none();
-        // The landlock tier has no mount namespace to make them read-only in (said in
-        // `wright doctor` and docs/security.md).
-        let (protected, placeholders) = if in_place && tier == Tier::Namespaces {
-            policy::protected_paths(&workspace, &request.protected, &request.unprotected)
+        let (protected, placeholders) = if in_place {
+            protected_in_place(request, &workspace, tier)
         } else {
             // A snapshot's writes stay in its layer, never copied back.
             (Vec::new(), policy::Placeholders::none())
-        };
-        let host_env = |name: &str| {
-            self.host_env
-                .iter()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.clone())
         };
         let disk_bytes = (!in_place).then_some(limits.disk_bytes);
         let private_tmp = match tier {
             Tier::Namespaces => None,
             Tier::Landlock => Some(PrivateTmp::make().map_err(SandboxError::Prepare)?),
         };
-        let mut command_env = env::build(self.host_env.iter().cloned(), &request.env);
-        if let Some(tmp) = &private_tmp {
-            // No private /tmp in this tier: the run's own folder stands in for it.
-            for (name, value) in &mut command_env {
-                if name == "TMPDIR" {
-                    *value = tmp.0.to_string_lossy().into_owned();
-                }
-            }
-        }
-        // Without a network namespace of its own, loopback is the host's: off instead.
-        let network = match (tier, request.permissions.network) {
-            (Tier::Landlock, Network::Loopback) => Network::Off,
-            (_, network) => network,
-        };
+        let network = effective_network(tier, request.permissions.network);
         let spec = HelperSpec {
             argv: request.argv.clone(),
-            env: command_env,
+            env: self.command_env(request, private_tmp.as_ref()),
             workspace: workspace.clone(),
+            workspace_writable: !matches!(request.filesystem, Filesystem::ReadOnly),
             extra_writable: request.permissions.extra_writable.clone(),
             cwd,
             layer: snapshot_guard.as_ref().map(|s| s.layer()),
             network,
-            timeout_ms: limits.timeout.as_millis() as u64,
+            timeout_ms: Some(limits.timeout.as_millis() as u64),
             rlimits: Rlimits {
-                cpu_seconds: limits.cpu_seconds(),
+                cpu_seconds: Some(limits.cpu_seconds()),
                 // One file can never pass the disk bound alone.
                 file_size_bytes: disk_bytes.map_or(limits.file_size_bytes, |disk| {
                     disk.min(limits.file_size_bytes)
@@ -302,16 +302,18 @@ impl LocalBackend {
                 address_space_bytes: (!memory_by_cgroup).then_some(limits.memory_bytes),
             },
             protected,
-            hidden: policy::hidden_paths(&host_env, &request.deny_read),
+            hidden: self.hidden_paths(request),
             disk_bytes,
             tmp_bytes: limits.tmp_bytes,
             tier,
-            private_tmp: private_tmp.as_ref().map(|tmp| tmp.0.clone()),
+            private_tmp: private_tmp.as_ref().map(PrivateTmp::path),
         };
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         let events_before = prepared.group.as_ref().map(RunGroup::events);
-        let mut pipes =
-            send_request(&prepared.zygote.socket, &json).map_err(SandboxError::Spawn)?;
+        // host path: the null device, the command's stdin.
+        let null = File::open("/dev/null").map_err(SandboxError::Spawn)?;
+        let mut pipes = send_request(&prepared.zygote.socket, &json, OwnedFd::from(null))
+            .map_err(SandboxError::Spawn)?;
         let reading = read_all(&mut pipes, request, started);
         drop(placeholders);
         let after = snapshot_guard.as_ref().map(|s| s.scan());
@@ -468,24 +470,20 @@ impl Backend for LocalBackend {
     }
 }
 
-/// Sends one request to a zygote: the specification's length with the four pipe ends the
-/// helper gets (stdout, stderr and status write ends, the control read end), then the JSON.
-/// Returns the runner's ends.
-fn send_request(socket: &UnixStream, json: &[u8]) -> io::Result<RunPipes> {
-    let pipe = || -> io::Result<(File, File)> {
-        let mut fds = [0; 2];
-        // SAFETY: a valid two-element array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 returned two fresh descriptors we now own.
-        Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
-    };
+/// Sends one request to a zygote: the specification's length with the five pipe ends the
+/// helper gets (the command's `stdin`; stdout, stderr and status write ends; the control
+/// read end), then the JSON. Returns the runner's ends.
+pub(super) fn send_request(
+    socket: &UnixStream,
+    json: &[u8],
+    stdin: OwnedFd,
+) -> io::Result<RunPipes> {
     let (stdout, stdout_w) = pipe()?;
     let (stderr, stderr_w) = pipe()?;
     let (status, status_w) = pipe()?;
     let (control_r, control) = pipe()?;
     let theirs = [
+        stdin.as_raw_fd(),
         stdout_w.as_raw_fd(),
         stderr_w.as_raw_fd(),
         status_w.as_raw_fd(),
@@ -498,7 +496,7 @@ fn send_request(socket: &UnixStream, json: &[u8]) -> io::Result<RunPipes> {
     };
     let mut space = [0u64; 8];
     // SAFETY: a zeroed msghdr is valid; the control buffer holds one SCM_RIGHTS message of
-    // four descriptors (CMSG_SPACE(16) is 32 bytes on 64-bit Linux, within `space`).
+    // five descriptors (CMSG_SPACE(20) is 40 bytes on 64-bit Linux, within `space`).
     let sent = unsafe {
         let mut message: libc::msghdr = std::mem::zeroed();
         message.msg_iov = &mut iov;
@@ -523,13 +521,24 @@ fn send_request(socket: &UnixStream, json: &[u8]) -> io::Result<RunPipes> {
     socket.write_all(&header[sent as usize..])?;
     socket.write_all(json)?;
     // Our copies of the helper's ends go, so end of file means the helper's side closed.
-    drop((stdout_w, stderr_w, status_w, control_r));
+    drop((stdin, stdout_w, stderr_w, status_w, control_r));
     Ok(RunPipes {
         stdout,
         stderr,
         status,
         control: Some(control),
     })
+}
+
+/// A pipe's (read, write) ends, both close-on-exec.
+pub(super) fn pipe() -> io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: a valid two-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh descriptors we now own.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
 }
 
 type Reading = (Captured, Captured, Vec<Report>);
@@ -610,7 +619,7 @@ fn read_all(pipes: &mut RunPipes, request: &Request, started: Instant) -> io::Re
     Ok((out, err, parse_reports(&status)))
 }
 
-fn parse_reports(status: &[u8]) -> Vec<Report> {
+pub(super) fn parse_reports(status: &[u8]) -> Vec<Report> {
     status
         .split(|b| *b == b'\n')
         .filter(|line| !line.is_empty())
@@ -629,10 +638,10 @@ fn helper_pid(status: &[u8]) -> Option<u32> {
 
 /// The landlock tier's private temporary folder: made fresh (0700) under the host's
 /// temporary folder for one run, removed with everything in it after.
-struct PrivateTmp(PathBuf);
+pub(super) struct PrivateTmp(PathBuf);
 
 impl PrivateTmp {
-    fn make() -> io::Result<Self> {
+    pub(super) fn make() -> io::Result<Self> {
         use std::sync::atomic::AtomicU64;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!(
@@ -646,10 +655,71 @@ impl PrivateTmp {
     }
 }
 
+impl PrivateTmp {
+    pub(super) fn path(&self) -> std::path::PathBuf {
+        self.0.clone()
+    }
+}
+
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
         // host path: the run's own folder, removed through handles (links not followed).
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The workspace root (resolved) and the working folder (inside it) of a request.
+pub(super) fn workspace_and_cwd(request: &Request) -> Result<(PathBuf, PathBuf), SandboxError> {
+    // host path: the workspace root as given, resolved once for the helper.
+    let workspace = std::fs::canonicalize(&request.workspace).map_err(SandboxError::Prepare)?;
+    let relative_cwd = request.cwd.as_deref().unwrap_or(Path::new(""));
+    if !relative_cwd
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(SandboxError::Prepare(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the working folder {} is not inside the workspace",
+                relative_cwd.display()
+            ),
+        )));
+    }
+    let cwd = workspace.join(relative_cwd);
+    Ok((workspace, cwd))
+}
+
+/// The paths of the workspace made read-only for a run that is not in a snapshot: `.git`,
+/// `.wright` and `sandbox.protected` when the workspace is writable; when it is read-only,
+/// the same only if a writable path reaches into it (else nothing there is writable anyway,
+/// and no stand-in folder is made). The landlock tier has no mount namespace to make them
+/// read-only in (said in `wright doctor` and docs/security.md).
+pub(super) fn protected_in_place(
+    request: &Request,
+    workspace: &Path,
+    tier: Tier,
+) -> (Vec<PathBuf>, policy::Placeholders) {
+    let writable_inside = request
+        .permissions
+        .extra_writable
+        .iter()
+        .any(|path| path.starts_with(workspace) || workspace.starts_with(path));
+    let needed = match request.filesystem {
+        Filesystem::ReadOnly => writable_inside,
+        Filesystem::InPlace | Filesystem::Snapshot(_) => true,
+    };
+    if needed && tier == Tier::Namespaces {
+        policy::protected_paths(workspace, &request.protected, &request.unprotected)
+    } else {
+        (Vec::new(), policy::Placeholders::none())
+    }
+}
+
+/// Without a network namespace of its own, loopback is the host's: off instead.
+pub(super) fn effective_network(tier: Tier, asked: Network) -> Network {
+    match (tier, asked) {
+        (Tier::Landlock, Network::Loopback) => Network::Off,
+        (_, network) => network,
     }
 }
 

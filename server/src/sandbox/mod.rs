@@ -5,11 +5,13 @@
 //! output captured with a cap.
 //!
 //! `Backend` is the seam for where sandboxes run; `LocalBackend` runs them on this machine
-//! through a re-executed zygote that forks a helper per run (`helper.rs`), `Pool` schedules
-//! runs and prepares their resources ahead, `Snapshot` is a session's layer (an overlay, or a
-//! reflink copy), `escalation` recognises what the sandbox refused, and `probe` tells
-//! `wright doctor` which primitives this machine has.
+//! through a re-executed zygote that forks a helper per run (`helper.rs`), or starts one
+//! attached (`attached.rs`: a long-lived server on pipes, ended by dropping its handle),
+//! `Pool` schedules runs and prepares their resources ahead, `Snapshot` is a session's layer
+//! (an overlay, or a reflink copy), `escalation` recognises what the sandbox refused, and
+//! `probe` tells `wright doctor` which primitives this machine has.
 
+mod attached;
 mod capture;
 mod cgroup;
 mod diff;
@@ -32,6 +34,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use attached::{Attached, AttachedHandle};
 pub use capture::{Captured, DEFAULT_CAP};
 pub use cgroup::Support as CgroupSupport;
 pub use env::looks_secret;
@@ -52,6 +55,23 @@ pub enum Filesystem {
     InPlace,
     /// Into the snapshot's upper layer; the workspace on disk is untouched.
     Snapshot(SharedSnapshot),
+    /// Nowhere: the workspace is read-only; only `Permissions::extra_writable` (absolute
+    /// paths, inside the workspace or not) and the private /tmp are writable. What a
+    /// sandboxed server gets.
+    ReadOnly,
+}
+
+/// Which variables a run gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Environment {
+    /// A command's: the allow-listed variables of wright's environment, then `Request::env`,
+    /// credential-like names dropped from both.
+    #[default]
+    AllowList,
+    /// Only PATH, HOME and LANG of wright's environment, then `Request::env` as given,
+    /// credential-like names included (the user named them for this run: a server's
+    /// configured `env`); wright's own keys never reach the run. What a sandboxed server gets.
+    Exact,
 }
 
 /// What a command may reach over the network.
@@ -138,8 +158,10 @@ pub struct Request {
     pub filesystem: Filesystem,
     pub permissions: Permissions,
     pub limits: Limits,
-    /// Variables to set besides the allow-listed ones (credential-like names are dropped).
+    /// Variables to set besides the ones from wright's environment `environment` lets
+    /// through (credential-like names are dropped unless `environment` is `Exact`).
     pub env: Vec<(String, String)>,
+    pub environment: Environment,
     /// Set to cancel the run; the whole tree is killed.
     pub cancel: Option<Arc<AtomicBool>>,
     /// Workspace-relative paths read-only to the command in place, besides `.git` and
@@ -242,6 +264,9 @@ pub enum SandboxError {
     /// The landlock tier cannot give what the run asked for.
     #[error("the landlock tier cannot {0}")]
     TierCannot(&'static str),
+    /// An attached run asked for what only a run to completion can have.
+    #[error("an attached run cannot {0}")]
+    AttachedCannot(&'static str),
 }
 
 /// Where sandboxes run: this machine today; a cluster could be another implementation.

@@ -2,7 +2,8 @@
 //! parts of a run that can be prepared ahead — zygotes already started in their cgroups
 //! (each serves one run at a time, then the next) and empty snapshot layers — refilled in the
 //! background, so a burst of commands or sessions finds them ready and start latency stays
-//! flat. Used snapshot layers are deleted in the background, never on a command's path.
+//! flat. Used snapshot layers are deleted in the background, never on a command's path. An
+//! attached run (`attached.rs`) takes a prepared zygote too, for good.
 
 // host paths: the sandbox's own folders in the user's cache.
 
@@ -95,7 +96,7 @@ impl Pool {
     }
 
     /// Tops the prepared zygotes and layers up off the caller's path; one refill at a time.
-    fn refill_in_background(self: &Arc<Self>) {
+    pub(super) fn refill_in_background(self: &Arc<Self>) {
         if self.refilling.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -135,7 +136,7 @@ impl Pool {
         });
     }
 
-    fn take_zygote(&self) -> Option<Prepared> {
+    pub(super) fn take_zygote(&self) -> Option<Prepared> {
         self.zygotes.lock().ok()?.pop()
     }
 

@@ -1,4 +1,4 @@
-//! What the runner tells the zygote (a length-prefixed JSON document and the run's four pipe
+//! What the runner tells the zygote (a length-prefixed JSON document and the run's five pipe
 //! ends, on the zygote's socket) and what the helper reports back (JSON lines on the status
 //! pipe, its fd 3): the only contract between the two halves of a run, which live in
 //! different processes.
@@ -23,15 +23,20 @@ pub(crate) const STATUS_FD: i32 = 3;
 pub(crate) struct HelperSpec {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// The workspace: the first writable tree, and where the snapshot is mounted.
+    /// The workspace: the first writable tree (unless `workspace_writable` is false), and
+    /// where the snapshot is mounted.
     pub workspace: PathBuf,
+    /// Whether the command may write the workspace; when not, only `extra_writable` (which
+    /// may lie inside it) and /tmp are writable.
+    pub workspace_writable: bool,
     /// Further trees the command may write (granted by escalation), besides /tmp.
     pub extra_writable: Vec<PathBuf>,
     pub cwd: PathBuf,
     /// The snapshot layer the workspace is seen through; `None` runs in place.
     pub layer: Option<Layer>,
     pub network: Network,
-    pub timeout_ms: u64,
+    /// The wall time; `None` for a run that lasts until the runner ends it (an attached one).
+    pub timeout_ms: Option<u64>,
     pub rlimits: Rlimits,
     /// Paths inside the workspace made read-only (in place: `.git`, `.wright`,
     /// `sandbox.protected`), absolute. Each exists (the runner makes placeholders).
@@ -72,7 +77,8 @@ pub(crate) enum Layer {
 /// Per-process limits set with setrlimit just before exec.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub(crate) struct Rlimits {
-    pub cpu_seconds: u64,
+    /// `None`: unlimited (an attached run lives as long as its caller wants).
+    pub cpu_seconds: Option<u64>,
     pub file_size_bytes: u64,
     pub processes: u64,
     /// Address space: only when no memory cgroup can hold the limit.
