@@ -226,7 +226,10 @@ fn a_sandboxed_server_neither_writes_outside_nor_reaches_the_host() {
     }
     let dir = TempDir::new("mcp-hostile");
     dir.write("ws/README.md", "a workspace\n");
-    let outside = dir.path().join("outside.txt");
+    // Outside the workspace and outside /tmp (the sandbox's /tmp is its own, so a write
+    // there would land in it, not on the host): the repository's target folder.
+    let outside = mcp::repository().join(format!("target/mcp-hostile-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&outside);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
