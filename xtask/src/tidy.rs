@@ -107,6 +107,23 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client; the
+    // client starts unconfined servers through the sandbox's host spawn (`sandbox`); a
+    // session's servers join the agent's tools (`servers`). The front ends open a session's
+    // servers, so it sits between the session core and them.
+    (
+        "mcp",
+        &[
+            "agent",
+            "config",
+            "files",
+            "index",
+            "llm",
+            "retrieval",
+            "sandbox",
+            "workspace",
+        ],
+    ),
     (
         "lsp",
         &[
@@ -116,6 +133,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "edit",
             "files",
             "index",
+            "mcp",
             "retrieval",
             "sandbox",
             "workspace",
@@ -131,20 +149,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "files",
             "index",
             "llm",
-            "workspace",
-        ],
-    ),
-    // MCP: `serve` offers the agent's tool table (and retrieval) to an MCP client.
-    // The client starts unconfined servers through the sandbox's host spawn (`sandbox`).
-    (
-        "mcp",
-        &[
-            "agent",
-            "config",
-            "index",
-            "llm",
-            "retrieval",
-            "sandbox",
+            "mcp",
             "workspace",
         ],
     ),

@@ -25,6 +25,7 @@ use crate::agent::launch::{self, Begin, Plan, Prepared};
 use crate::agent::sandboxed::{Approver, Decision, SandboxRunner};
 use crate::agent::tools::ToolContext;
 use crate::agent::{self, AgentEvent, Cancel, FinalStatus};
+use crate::config::McpServer;
 use crate::config::{self, Config, Layers};
 use crate::index::{self, Index};
 use files::{AcpTarget, ClientFiles};
@@ -50,6 +51,8 @@ struct AcpSession {
     config: Config,
     mode: Mode,
     model: Option<String>,
+    /// The client's `mcpServers`, started with the configuration's when the session runs.
+    mcp: Vec<McpServer>,
     /// Taken up from the journal (`session/load`): its first prompt continues it.
     journaled: bool,
     running: Option<Running>,
@@ -249,6 +252,7 @@ impl Agent {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
+                "mcpCapabilities": {"http": true, "sse": false},
             },
             // The provider's key comes from the environment or the configuration: nothing to do.
             "authMethods": [],
@@ -256,20 +260,11 @@ impl Agent {
         })
     }
 
-    /// The session's folder and configuration from `cwd`; MCP servers refused until wright
-    /// reads them.
-    fn place(params: &Value) -> Result<(PathBuf, Config), (i64, String)> {
-        if params["mcpServers"]
-            .as_array()
-            .is_some_and(|servers| !servers.is_empty())
-        {
-            return Err((
-                -32602,
-                "MCP servers are not supported yet: wright's MCP client is still to come \
-                 (issue 24); start the session without mcpServers"
-                    .to_owned(),
-            ));
-        }
+    /// The session's folder, configuration and MCP servers (`mcpServers`, the session's own
+    /// beside the configuration's) from `cwd`.
+    fn place(params: &Value) -> Result<(PathBuf, Config, Vec<McpServer>), (i64, String)> {
+        let servers =
+            crate::mcp::servers::from_acp(&params["mcpServers"]).map_err(|why| (-32602, why))?;
         let cwd = params["cwd"]
             .as_str()
             .ok_or((-32602, "cwd: an absolute path is required".to_owned()))?;
@@ -289,11 +284,11 @@ impl Agent {
         for problem in config.problems() {
             tracing::warn!("configuration: {problem}");
         }
-        Ok((root, config))
+        Ok((root, config, servers))
     }
 
     fn new_session(&self, params: &Value) -> Result<Value, (i64, String)> {
-        let (root, config) = Self::place(params)?;
+        let (root, config, mcp) = Self::place(params)?;
         let id = agent::journal::new_session_id("acp");
         let model = config.get("model").map(str::to_owned);
         let answer = json!({
@@ -312,6 +307,7 @@ impl Agent {
                     config,
                     mode: Mode::Code,
                     model,
+                    mcp,
                     journaled: false,
                     running: None,
                 },
@@ -322,7 +318,7 @@ impl Agent {
     /// `session/load`: the conversation replayed from the journal as updates, then the
     /// answer; its next prompt continues it.
     fn load_session(&self, params: &Value) -> Result<Value, (i64, String)> {
-        let (root, config) = Self::place(params)?;
+        let (root, config, mcp) = Self::place(params)?;
         let id = params["sessionId"]
             .as_str()
             .ok_or((-32602, "sessionId is required".to_owned()))?;
@@ -350,6 +346,7 @@ impl Agent {
                 config,
                 mode: recorded.mode,
                 model: Some(recorded.model.clone()),
+                mcp,
                 journaled: true,
                 running: None,
             });
@@ -487,6 +484,14 @@ impl Agent {
             .recording(&data_dir, &session.id);
         let target = Arc::new(AcpTarget::new(disk, Arc::clone(&client_files)));
         let cancel = Cancel::new();
+        let servers = crate::mcp::servers::Servers::open(
+            &session.config,
+            &session.root,
+            &data_dir,
+            session.mcp.clone(),
+            Some(Arc::clone(&approver)),
+        );
+        let mcp_tools = servers.tools();
         let commands = agent::sandboxed::pool(&cache_dir)
             .and_then(|pool| {
                 let snapshot = pool
@@ -535,6 +540,7 @@ impl Agent {
                     cancel: tool_cancel,
                     plan: Mutex::default(),
                     plan_mode: Default::default(),
+                    mcp: mcp_tools,
                 });
                 let context = launch::Context {
                     index,
@@ -548,8 +554,13 @@ impl Agent {
                 tracing::error!("session {session_id}: preparing its first request panicked");
                 return;
             };
+            for problem in servers.started().await {
+                tracing::warn!("session {session_id}: {problem}");
+            }
             let mut session = opened.session(tools, events, None);
             session.converse().await;
+            drop(session);
+            servers.close().await;
         });
         let peer = Arc::clone(&self.peer);
         let session_id = session.id.clone();
@@ -841,7 +852,7 @@ impl ClientApprover {
     }
 
     fn key(kind: &str, reason: &str) -> (String, String) {
-        let scoped = matches!(kind, "command" | "protected");
+        let scoped = matches!(kind, "command" | "protected" | "mcp");
         (
             kind.to_owned(),
             if scoped {

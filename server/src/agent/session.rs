@@ -432,6 +432,12 @@ impl Session {
             .set_tools(super::tools::schemas(&self.tools));
         loop {
             self.take_conversation();
+            // An MCP server's tools may have changed since the last request: the next one
+            // offers the list as it is now (unchanged, it is the same prefix).
+            if self.tools.mcp.is_some() {
+                self.transcript
+                    .set_tools(super::tools::schemas(&self.tools));
+            }
             if self.steps - self.turn_start.steps >= self.limits.max_steps {
                 return self.end(
                     FinalStatus::Failed,
@@ -932,6 +938,7 @@ mod tests {
             cancel: Cancel::new(),
             plan: Mutex::default(),
             plan_mode: Default::default(),
+            mcp: None,
         });
         let read = |n: usize| Event::ToolCallEnd {
             index: n,

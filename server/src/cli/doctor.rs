@@ -18,6 +18,10 @@ pub struct Report {
     index: index::State,
     sandbox: Vec<Primitive>,
     tier: probe::TierReport,
+    /// The configured MCP servers: name, where defined, and whether they would start
+    /// (`configured`), or not (`untrusted`, `disabled`). Doctor stays quick: it starts none
+    /// (`wright mcp list` does, to ask their tools).
+    mcp: Vec<(String, &'static str, &'static str)>,
 }
 
 impl Report {
@@ -45,7 +49,26 @@ impl Report {
         };
         let fallback = layers.resolve().get("sandbox.fallback") == Some("landlock");
         let tier = probe::tier_report(fallback);
+        let trust = config::data_dir(env)
+            .map(|dir| wright::mcp::servers::Trust::load(&dir).0)
+            .unwrap_or_default();
+        let mcp = layers
+            .resolve()
+            .mcp_servers()
+            .iter()
+            .map(|server| {
+                let state = if !server.enabled {
+                    "disabled"
+                } else if trust.allows(root, server) {
+                    "configured"
+                } else {
+                    "untrusted"
+                };
+                (server.name.clone(), server.origin.name(), state)
+            })
+            .collect();
         Self {
+            mcp,
             root: root.to_path_buf(),
             log,
             layers,
@@ -100,6 +123,11 @@ impl Report {
                 "available": p.available,
                 "detail": p.detail,
             })).collect::<Vec<_>>(),
+            "mcp_servers": self.mcp.iter().map(|(name, source, state)| json!({
+                "name": name,
+                "source": source,
+                "state": state,
+            })).collect::<Vec<_>>(),
             "sandbox_tier": {
                 "tier": self.tier.tier,
                 "detail": self.tier.detail,
@@ -140,6 +168,15 @@ impl Report {
         );
         for gap in &self.tier.not_promised {
             let _ = writeln!(out, "  not promised in this tier: {gap}");
+        }
+        if !self.mcp.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nMCP servers (not started here; `wright mcp list` starts them):"
+            );
+            for (name, source, state) in &self.mcp {
+                let _ = writeln!(out, "  {name} ({source}): {state}");
+            }
         }
         let _ = writeln!(out, "\nconfiguration files (later ones win):");
         let files: Vec<_> = self.layers.files().collect();

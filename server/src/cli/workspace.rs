@@ -439,6 +439,17 @@ pub async fn exec(
         .recording(&data_dir, &id),
     );
     let cancel = Cancel::new();
+    // Headless, no one can approve a call: an `approve = "ask"` server's calls are not run.
+    let servers = wright::mcp::servers::Servers::open(
+        &workspace.config,
+        &workspace.root,
+        &data_dir,
+        Vec::new(),
+        None,
+    );
+    for problem in servers.started().await {
+        say!("wright: {problem}");
+    }
     let tools = Arc::new(agent::tools::ToolContext {
         root: workspace.root.clone(),
         overlay: Arc::new(DiskOnly),
@@ -468,6 +479,7 @@ pub async fn exec(
         cancel: cancel.clone(),
         plan: Default::default(),
         plan_mode: Default::default(),
+        mcp: servers.tools(),
     });
     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
     let _ = events.send(model_event);
@@ -490,6 +502,7 @@ pub async fn exec(
     let outcome = session.run().await;
     interrupt.abort();
     drop(session);
+    servers.close().await;
     let _ = printer.await;
 
     if target.record().is_some() {

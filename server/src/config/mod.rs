@@ -11,6 +11,7 @@
 //! configuration; a workspace file cannot set where credentials are sent, name a file to load
 //! or run, loosen a policy key, or override the user's model unless the user allowed it.
 
+mod mcp;
 mod merge;
 mod policy;
 mod schema;
@@ -26,6 +27,7 @@ use serde_json::Value as Json;
 
 use crate::files::{self, FileError, Root};
 
+pub use mcp::{Approve, DEFAULT_TIMEOUT_SECS, McpServer, Origin, Reach, valid_name};
 pub use merge::Part;
 pub use policy::{ALWAYS_PROTECTED, Fallback, SandboxSettings};
 pub use schema::{KEYS, KeySpec, Kind, Merge, reference};
@@ -39,6 +41,8 @@ pub enum Source {
     InitializationOptions,
     ClientSettings,
     Environment(&'static str),
+    /// Given by a protocol peer for one session (an ACP client's `mcpServers`).
+    Session,
     /// A value several layers made together (a list combined from the user's and a
     /// repository's).
     Combined(Vec<Source>),
@@ -53,6 +57,7 @@ impl fmt::Display for Source {
             Self::InitializationOptions => f.write_str("initializationOptions"),
             Self::ClientSettings => f.write_str("workspace/didChangeConfiguration"),
             Self::Environment(var) => write!(f, "environment {var}"),
+            Self::Session => f.write_str("the client's session"),
             Self::Combined(sources) => {
                 f.write_str("combined from ")?;
                 for (i, source) in sources.iter().enumerate() {
@@ -103,6 +108,8 @@ impl fmt::Display for FileState {
 struct Layer {
     source: Source,
     values: BTreeMap<&'static str, String>,
+    /// Its `[mcp.servers.NAME]` tables, each checked on its own.
+    mcp: Vec<mcp::Table>,
     problems: Vec<Problem>,
 }
 
@@ -111,6 +118,7 @@ impl Layer {
         Self {
             source,
             values: BTreeMap::new(),
+            mcp: Vec::new(),
             problems: Vec::new(),
         }
     }
@@ -145,6 +153,14 @@ impl Layer {
             match (value, schema::find(&key)) {
                 // Clients send null for a setting the user left unset.
                 (Json::Null, _) => {}
+                // Servers are named by the user, so their tables are read apart.
+                (_, None) if key == "mcp" => {
+                    let mut problems = Vec::new();
+                    self.mcp = mcp::read_section(value, &mut problems);
+                    for message in problems {
+                        self.problem(message);
+                    }
+                }
                 (_, Some(spec)) => self.take_value(spec, value),
                 (Json::Object(_), None) if schema::is_section(&key) => {
                     self.take_object(&key, value)
@@ -348,6 +364,14 @@ impl Layers {
                 .collect(),
             ..Config::default()
         };
+        let tables: Vec<_> = layers
+            .iter()
+            .map(|layer| {
+                let user = !matches!(layer.source, Source::WorkspaceFile(_));
+                (&layer.source, user, layer.mcp.as_slice())
+            })
+            .collect();
+        config.mcp_servers = mcp::combine(&tables, &mut config.problems);
         for spec in KEYS {
             let choice = match spec.merge {
                 Merge::UserChoice { group, allowed_by } => merge::Choice {
@@ -546,6 +570,8 @@ pub struct Config {
     values: BTreeMap<&'static str, Setting>,
     /// Every layer's part in each key's value, those that did not count included.
     parts: BTreeMap<&'static str, Vec<Part>>,
+    /// `[mcp.servers.NAME]`, combined from the layers.
+    mcp_servers: Vec<McpServer>,
     problems: Vec<Problem>,
 }
 
@@ -557,6 +583,11 @@ impl Config {
 
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// The MCP servers the layers define, in definition order (the user's first).
+    pub fn mcp_servers(&self) -> &[McpServer] {
+        &self.mcp_servers
     }
 
     /// The layers' parts in `key`'s value, in layer order (the default when it took part),

@@ -158,6 +158,7 @@ fn context(root: &std::path::Path) -> Arc<ToolContext> {
         cancel: Cancel::new(),
         plan: Mutex::default(),
         plan_mode: Default::default(),
+        mcp: None,
     })
 }
 

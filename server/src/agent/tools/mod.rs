@@ -51,7 +51,23 @@ pub struct ToolContext {
     pub plan: Mutex<Vec<PlanStep>>,
     /// Plan mode: only [`PLAN_TOOLS`] are offered and run, commands in a throw-away snapshot.
     pub plan_mode: AtomicBool,
+    /// The tools of the session's MCP servers (`mcp__SERVER__TOOL`), when it has any.
+    pub mcp: Option<Arc<dyn McpTools>>,
 }
+
+/// Tools a session's MCP servers offer, named `mcp__SERVER__TOOL` (`mcp::servers` has them).
+/// None of them is read-only: a server's tool may do anything, so plan mode refuses them.
+pub trait McpTools: Send + Sync {
+    /// The tools as the servers list them now (a server's list may change while the session
+    /// runs), in a stable order.
+    fn schemas(&self) -> Vec<ToolSchema>;
+    /// Runs one call of a tool [`McpTools::schemas`] offered; `None` when `name` is none of
+    /// them. Blocking (the agent runs tools on a blocking thread).
+    fn call(&self, call: &ToolCall) -> Option<ToolOutput>;
+}
+
+/// The prefix of every MCP server's tool.
+pub const MCP_PREFIX: &str = "mcp__";
 
 /// The tools of plan mode: they read, keep the plan, and run commands whose writes are
 /// thrown away.
@@ -346,7 +362,7 @@ fn object(required: &[&str], properties: Json) -> Json {
 /// The tools of a session in its mode, in their stable order (part of the cached prompt
 /// prefix).
 pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
-    SPECS
+    let mut schemas: Vec<ToolSchema> = SPECS
         .iter()
         .filter(|spec| context.offers(spec))
         .map(|spec| ToolSchema {
@@ -354,7 +370,11 @@ pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
             description: spec.description.to_owned(),
             parameters: (spec.parameters)(),
         })
-        .collect()
+        .collect();
+    if let Some(mcp) = context.mcp.as_ref().filter(|_| !context.in_plan_mode()) {
+        schemas.extend(mcp.schemas());
+    }
+    schemas
 }
 
 /// Whether `name` only reads (and may run alongside other reads).
@@ -364,6 +384,21 @@ pub fn is_read_only(name: &str) -> bool {
 
 /// Runs one tool call. Blocking: the agent runs it on a blocking thread.
 pub fn call(context: &ToolContext, call: &ToolCall) -> ToolOutput {
+    if call.name.starts_with(MCP_PREFIX)
+        && let Some(mcp) = &context.mcp
+    {
+        if context.in_plan_mode() {
+            return ToolOutput::error(format!(
+                "{:?} is not offered in plan mode, which changes no file (a server's tool may \
+                 change anything): finish with the plan (the user switches to code mode to \
+                 carry it out)",
+                call.name
+            ));
+        }
+        if let Some(output) = mcp.call(call) {
+            return output;
+        }
+    }
     let available = |spec: &&Spec| context.offers(spec);
     let Some(spec) = SPECS.iter().filter(available).find(|s| s.name == call.name) else {
         let names: Vec<&str> = SPECS.iter().filter(available).map(|s| s.name).collect();

@@ -46,6 +46,7 @@ fn context(root: &Path, commands: Option<Arc<dyn CommandRunner>>) -> ToolContext
         cancel: Cancel::new(),
         plan: Mutex::new(Vec::new()),
         plan_mode: Default::default(),
+        mcp: None,
     }
 }
 

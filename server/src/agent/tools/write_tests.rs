@@ -57,6 +57,7 @@ fn context(root: &Path, target: DiskTarget) -> ToolContext {
         cancel: Cancel::new(),
         plan: Mutex::new(Vec::new()),
         plan_mode: Default::default(),
+        mcp: None,
     }
 }
 

@@ -1,5 +1,6 @@
-//! Approvals through the editor, for a command that needs more than the sandbox allows, or an
-//! edit of a protected path (`.git`, `.wright`, `sandbox.protected`: kind `protected`).
+//! Approvals through the editor, for a command that needs more than the sandbox allows, an
+//! edit of a protected path (`.git`, `.wright`, `sandbox.protected`: kind `protected`), or a
+//! call of an MCP server's tool (`approve = "ask"`: kind `mcp`).
 
 use std::collections::HashMap;
 
@@ -50,7 +51,13 @@ impl Approver for EditorApprover {
                     properties: HashMap::new(),
                 })
                 .to_vec();
-            let message = if params.kind == "protected" {
+            let message = if params.kind == "mcp" {
+                format!(
+                    "wright: the agent asks to call {}: {}. Allow it?",
+                    params.command.unwrap_or_default(),
+                    params.reason
+                )
+            } else if params.kind == "protected" {
                 format!(
                     "wright: the agent asks to {}: {}. Allow it?",
                     params.command.unwrap_or_default(),

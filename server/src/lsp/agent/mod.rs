@@ -158,6 +158,15 @@ impl Agents {
         target.set_reviewing(ask.review);
         let target = Arc::new(target);
         let cancel = Cancel::new();
+        // The session's MCP servers start now, in the background; its first request waits
+        // for them (below), each bounded by its startup timeout.
+        let servers = crate::mcp::servers::Servers::open(
+            config,
+            &place.root,
+            &data_dir,
+            Vec::new(),
+            Some(Arc::clone(&approver)),
+        );
         let sandbox = session_sandbox(&cache_dir, &place, &id, &target, approver);
         let tools = Arc::new(ToolContext {
             root: place.root.clone(),
@@ -175,6 +184,7 @@ impl Agents {
             cancel: cancel.clone(),
             plan: Mutex::default(),
             plan_mode: Default::default(),
+            mcp: servers.tools(),
         });
         let entry = Arc::new(Entry {
             id: id.clone(),
@@ -215,9 +225,13 @@ impl Agents {
                 tracing::error!("session {session_id}: preparing its first request panicked");
                 return;
             };
+            for problem in servers.started().await {
+                tracing::warn!("session {session_id}: {problem}");
+            }
             let mut session = opened.session(tools, events, Some(tool_inbox));
             session.converse().await;
             drop(session);
+            servers.close().await;
             // The session's snapshot layer goes back to the pool once nothing uses it.
             if let Some((runner, (pool, snapshot))) = sandbox {
                 drop(runner);

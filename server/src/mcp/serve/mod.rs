@@ -106,6 +106,8 @@ impl Server {
             cancel,
             plan: Default::default(),
             plan_mode: Default::default(),
+            // wright's own engines only: no MCP server's tools are served on.
+            mcp: None,
         }
     }
 

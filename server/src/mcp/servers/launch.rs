@@ -1,0 +1,159 @@
+//! How each configured server is reached: a stdio server started in wright's sandbox (the
+//! default: the workspace read-only, only `writable` and a private /tmp to write, no network
+//! unless `network = true`, only PATH, HOME, LANG and its `env` set), or unconfined when the
+//! user's own configuration says `sandbox = false`; an HTTP server by its URL, its token
+//! read from the variable the configuration names.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::{McpServer, Reach};
+use crate::mcp::client::{Launch, Pipes, Transport, Unconfined};
+use crate::sandbox::host::HostCommand;
+use crate::sandbox::{Environment, Filesystem, LocalBackend, Network, Permissions, Request};
+
+/// How to reach `server`, whose stdio process runs in `root` (or its `cwd`).
+pub fn transport(
+    server: &McpServer,
+    root: &Path,
+    cache_dir: Option<&Path>,
+) -> Result<Transport, String> {
+    match &server.reach {
+        Reach::Http {
+            url,
+            bearer_token_env,
+            headers,
+        } => {
+            let mut bearer_token = match bearer_token_env {
+                Some(var) => Some(std::env::var(var).map_err(|_| {
+                    format!(
+                        "MCP server `{}`: `bearer_token_env` names {var}, which is not set",
+                        server.name
+                    )
+                })?),
+                None => None,
+            };
+            for (name, value) in headers {
+                match value.strip_prefix("Bearer ") {
+                    Some(token) if name.eq_ignore_ascii_case("authorization") => {
+                        bearer_token = Some(token.to_owned());
+                    }
+                    _ => {
+                        return Err(format!(
+                            "MCP server `{}`: the header {name:?} cannot be sent (only \
+                             `Authorization: Bearer …` is)",
+                            server.name
+                        ));
+                    }
+                }
+            }
+            Ok(Transport::Http {
+                url: url.clone(),
+                bearer_token,
+            })
+        }
+        Reach::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+            sandbox,
+            network,
+            writable,
+        } => {
+            let cwd = match cwd {
+                Some(cwd) if cwd.is_absolute() => cwd.clone(),
+                Some(cwd) => root.join(cwd),
+                None => root.to_path_buf(),
+            };
+            let env: Vec<(String, String)> =
+                env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if !*sandbox {
+                return Ok(Transport::Stdio(Arc::new(Unconfined(HostCommand {
+                    program: command.clone(),
+                    args: args.clone(),
+                    cwd,
+                    env,
+                }))));
+            }
+            let cache_dir = cache_dir.ok_or_else(|| {
+                format!(
+                    "MCP server `{}`: the sandbox needs wright's cache folder, and there is none",
+                    server.name
+                )
+            })?;
+            let pool = crate::agent::sandboxed::pool(cache_dir)
+                .map_err(|err| format!("MCP server `{}`: {err}", server.name))?;
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let writable = writable
+                .iter()
+                .map(|path| match (path.strip_prefix("~"), &home) {
+                    (Ok(rest), Some(home)) => home.join(rest),
+                    _ if path.is_relative() => root.join(path),
+                    _ => path.clone(),
+                })
+                .collect();
+            let relative_cwd = cwd.strip_prefix(root).ok().map(Path::to_path_buf);
+            let mut argv = vec![command.clone()];
+            argv.extend(args.iter().cloned());
+            Ok(Transport::Stdio(Arc::new(Sandboxed {
+                pool,
+                request: Request {
+                    argv,
+                    workspace: root.to_path_buf(),
+                    cwd: relative_cwd,
+                    filesystem: Filesystem::ReadOnly,
+                    permissions: Permissions {
+                        network: if *network {
+                            Network::Host
+                        } else {
+                            Network::Off
+                        },
+                        extra_writable: writable,
+                    },
+                    env,
+                    environment: Environment::Exact,
+                    ..Request::default()
+                },
+            })))
+        }
+    }
+}
+
+/// A stdio server inside the sandbox, attached by its pipes for as long as it lives.
+struct Sandboxed {
+    pool: Arc<crate::sandbox::Pool>,
+    request: Request,
+}
+
+impl Sandboxed {
+    fn backend(&self) -> &LocalBackend {
+        self.pool.backend()
+    }
+}
+
+impl Launch for Sandboxed {
+    fn launch(&self) -> std::io::Result<Pipes> {
+        let attached = self
+            .backend()
+            .spawn_attached(&self.request)
+            .map_err(std::io::Error::other)?;
+        Ok(Pipes {
+            stdin: attached.stdin,
+            stdout: attached.stdout,
+            stderr: Some(attached.stderr),
+            guard: Box::new(attached.handle),
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "`{}`, sandboxed ({})",
+            self.request.argv.join(" "),
+            match self.request.permissions.network {
+                Network::Off => "no network",
+                _ => "with network",
+            }
+        )
+    }
+}
