@@ -43,7 +43,7 @@ pub const ACP: Libraries = Libraries {
 pub const MCP: Libraries = Libraries {
     name: "mcp",
     what: "the MCP servers, client SDK and conformance suite",
-    tests: &["mcp_serve", "mcp_client"],
+    tests: &["mcp_serve", "mcp_client", "mcp_servers"],
     record_node: true,
 };
 
