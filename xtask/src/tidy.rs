@@ -134,6 +134,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // What the journals tell: stats and trajectories, read from the session core's records.
+    ("learning", &["agent", "edit", "files", "llm"]),
     // The binary's subcommands: they reach the library as `wright::…`, as any user would.
     ("cli", &[]),
 ];

@@ -84,6 +84,31 @@ pub enum Line {
     Model {
         model: String,
     },
+    /// An edit tool call landed (or, in review mode, was held as a proposal): each file's
+    /// text before and after (`None`: missing), for `wright stats` and `wright trajectories`.
+    /// `call_id` links it to the tool call (its arguments are in the journaled messages).
+    Edit {
+        call_id: String,
+        tool: String,
+        files: Vec<EditedFile>,
+        at: u64,
+    },
+    /// `wright exec --undo` put these workspace-relative paths back as they were before the
+    /// session.
+    Undo {
+        paths: Vec<String>,
+        at: u64,
+    },
+}
+
+/// One file an edit changed, as journaled by [`Line::Edit`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditedFile {
+    /// Relative to the session's root, `/`-separated.
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -230,36 +255,12 @@ impl Recorded {
     }
 
     fn read_lines(path: &Path, history: bool) -> Result<Self, JournalError> {
-        let io = |source| JournalError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = crate::files::open_private(path).map_err(io)?;
-        let updated = file
-            .metadata()
-            .ok()
-            .and_then(|meta| meta.modified().ok())
-            .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_secs());
-        let reader = BufReader::new(file);
-        let mut lines = Vec::new();
-        // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
-        // must end the reading like any other cut line rather than fail it.
-        for line in reader.split(b'\n') {
-            let line = line.map_err(io)?;
-            // Lines are written by serde with the tag first, so a prefix tells their kind.
-            if !history
-                && (line.starts_with(br#"{"kind":"message""#)
-                    || line.starts_with(br#"{"kind":"rewrite""#))
-            {
-                continue;
-            }
-            match serde_json::from_slice::<Line>(&line) {
-                Ok(parsed) => lines.push(parsed),
-                // The last line of a killed process may be cut; nothing after it was written.
-                Err(_) => break,
-            }
-        }
+        let (lines, updated) = read_journal_lines(path, history)?;
+        Self::from_lines(path, lines, updated)
+    }
+
+    /// The record the journal's `lines` make (the first must be its start).
+    pub fn from_lines(path: &Path, lines: Vec<Line>, updated: u64) -> Result<Self, JournalError> {
         let mut lines = lines.into_iter();
         let Some(Line::Start {
             session_id,
@@ -313,7 +314,7 @@ impl Recorded {
                 Line::Title { title } => recorded.title = Some(title),
                 Line::Mode { mode } => recorded.mode = mode,
                 Line::Model { model } => recorded.model = model,
-                Line::Start { .. } | Line::Tool { .. } => {}
+                Line::Start { .. } | Line::Tool { .. } | Line::Edit { .. } | Line::Undo { .. } => {}
             }
         }
         Ok(recorded)
@@ -379,6 +380,42 @@ impl Recorded {
         }
         messages
     }
+}
+
+/// Every whole line of the journal at `path` (without its history lines unless `history`),
+/// and when it was last written (seconds since the epoch).
+pub fn read_journal_lines(path: &Path, history: bool) -> Result<(Vec<Line>, u64), JournalError> {
+    let io = |source| JournalError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = crate::files::open_private(path).map_err(io)?;
+    let updated = file
+        .metadata()
+        .ok()
+        .and_then(|meta| meta.modified().ok())
+        .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    let reader = BufReader::new(file);
+    let mut lines = Vec::new();
+    // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
+    // must end the reading like any other cut line rather than fail it.
+    for line in reader.split(b'\n') {
+        let line = line.map_err(io)?;
+        // Lines are written by serde with the tag first, so a prefix tells their kind.
+        if !history
+            && (line.starts_with(br#"{"kind":"message""#)
+                || line.starts_with(br#"{"kind":"rewrite""#))
+        {
+            continue;
+        }
+        match serde_json::from_slice::<Line>(&line) {
+            Ok(parsed) => lines.push(parsed),
+            // The last line of a killed process may be cut; nothing after it was written.
+            Err(_) => break,
+        }
+    }
+    Ok((lines, updated))
 }
 
 /// The length of `bytes` up to the end of its last whole (newline-terminated) line.
@@ -453,6 +490,21 @@ pub fn resume(
         })
         .map_err(|e| e.to_string())?;
     Ok((recorded, history, journal))
+}
+
+/// Journals that `wright exec --undo` put `paths` back, in the journal of the session whose
+/// edits they were (a session without a journal has nothing to mark).
+pub fn record_undo(
+    data_dir: &Path,
+    root: &Path,
+    session_id: &str,
+    paths: Vec<String>,
+) -> Result<(), JournalError> {
+    let path = sessions_dir(data_dir, root).join(format!("{session_id}.jsonl"));
+    if session_id.is_empty() || session_id.contains(['/', '\\']) || !path.is_file() {
+        return Ok(());
+    }
+    Journal::reopen(&path)?.append(&Line::Undo { paths, at: now() })
 }
 
 /// A session id unique on this machine: the time in microseconds, in hexadecimal.

@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod doctor;
+pub mod learning;
 pub mod mcp;
 pub mod mcp_serve;
 pub mod sandbox_run;

@@ -93,6 +93,8 @@ pub struct ToolOutput {
     /// The whole output when `content` shows only part of it (a long command's head and
     /// tail): the session keeps it as an artifact the model can read back.
     pub whole: Option<String>,
+    /// The files an edit landed, before and after, for the session's journal.
+    pub landed: Vec<crate::agent::journal::EditedFile>,
 }
 
 impl ToolOutput {
@@ -102,6 +104,7 @@ impl ToolOutput {
             is_error: false,
             changed: Vec::new(),
             whole: None,
+            landed: Vec::new(),
         }
     }
 
@@ -111,6 +114,7 @@ impl ToolOutput {
             is_error: true,
             changed: Vec::new(),
             whole: None,
+            landed: Vec::new(),
         }
     }
 }
@@ -349,6 +353,18 @@ pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
     SPECS
         .iter()
         .filter(|spec| context.offers(spec))
+        .map(|spec| ToolSchema {
+            name: spec.name.to_owned(),
+            description: spec.description.to_owned(),
+            parameters: (spec.parameters)(),
+        })
+        .collect()
+}
+
+/// Every tool's schema, whatever a session offers: what a fine-tuning export declares.
+pub fn all_schemas() -> Vec<ToolSchema> {
+    SPECS
+        .iter()
         .map(|spec| ToolSchema {
             name: spec.name.to_owned(),
             description: spec.description.to_owned(),
