@@ -187,6 +187,7 @@ pub fn sessions(data_dir: &Path, root: &Path, all: bool, since_days: Option<u64>
     let from = since_days.map(|days| journal::now().saturating_sub(days.saturating_mul(86_400)));
     let mut sessions: Vec<Session> = dirs
         .iter()
+        // host path: the sessions folders of wright's data folder.
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flat_map(|entries| entries.flatten().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
