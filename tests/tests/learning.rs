@@ -215,3 +215,119 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
     .unwrap();
     assert!(raw_chat.contains("sk-planted0123456789abcdefXYZ"));
 }
+
+mod editor {
+    //! In the editor: an undo to a checkpoint takes back only the later edit, and edits the
+    //! editor refuses count as rejected.
+
+    use serde_json::{Value, json};
+    use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
+    use wright_tests::session::{
+        agent_spawn, applies, apply_edit_request, finished, run, start_agent_server,
+        versioned_edits,
+    };
+    use wright_tests::{Editor, TempDir, file_uri, workspace_command};
+
+    const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n";
+
+    fn edit_turn(id: &str, old: &str, new: &str) -> Reply {
+        Reply::stream(
+            Dialect::OpenAi,
+            &Turn::default().tool_call(
+                id,
+                "edit",
+                &json!({"path": "src/lib.rs", "old_string": old, "new_string": new}).to_string(),
+            ),
+        )
+    }
+
+    fn stats(dir: &TempDir) -> Value {
+        let output = workspace_command(
+            &wright_tests::wright_bin(),
+            dir,
+            &["stats", "--json"],
+            None,
+            "",
+        )
+        .output()
+        .unwrap();
+        assert!(output.status.success());
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    fn start(dir: &TempDir, provider: &ScriptedProvider) -> (Editor, String) {
+        let mut editor = start_agent_server(&agent_spawn(dir, provider), versioned_edits());
+        let uri = file_uri(&dir.path().join("ws/src/lib.rs"));
+        editor.open(&uri, "rust", 1, LIB);
+        (editor, uri)
+    }
+
+    #[test]
+    fn an_undo_to_a_checkpoint_undoes_only_the_later_edit_in_the_stats() {
+        let dir = TempDir::new("learning-editor-undo");
+        dir.write("ws/src/lib.rs", LIB);
+        let provider = ScriptedProvider::start();
+        provider.push(edit_turn("e1", "    a - b\n", "    a + b\n"));
+        provider.push(edit_turn("e2", "pub fn add", "pub fn sum"));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Done."])));
+        let (mut editor, uri) = start(&dir, &provider);
+        let session = run(&mut editor, "fix and rename add");
+        let first = LIB.replace("a - b", "a + b");
+        let second = first.replace("pub fn add", "pub fn sum");
+        for (version, text) in [(2, &first), (3, &second)] {
+            let (id, _) = apply_edit_request(&mut editor);
+            applies(&mut editor, &id, &uri, version, text);
+        }
+        assert_eq!(finished(&mut editor, &session)["status"], "done");
+        let undo = editor.send_request(
+            "wright/undo",
+            json!({"sessionId": session, "checkpoint": 1}),
+        );
+        let (id, _) = apply_edit_request(&mut editor);
+        applies(&mut editor, &id, &uri, 4, &first);
+        let undone = editor.expect_response(&json!(undo));
+        assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
+        editor.shutdown();
+
+        let stats = stats(&dir);
+        assert_eq!(
+            stats["edits"],
+            json!({"proposed": 2, "applied": 2, "rejected": 0, "undone": 1, "kept": 1}),
+            "{stats}"
+        );
+    }
+
+    #[test]
+    fn edits_the_editor_refuses_are_rejected_in_the_stats() {
+        let dir = TempDir::new("learning-editor-refused");
+        dir.write("ws/src/lib.rs", LIB);
+        let provider = ScriptedProvider::start();
+        provider.push(edit_turn("e1", "    a - b\n", "    a + b\n"));
+        provider.push(edit_turn("e2", "    a - b\n", "    b + a\n"));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Gave up."])));
+        let (mut editor, uri) = start(&dir, &provider);
+        let session = run(&mut editor, "fix add");
+        // The user typed meanwhile: the stale edit is refused, and its retry not confirmed.
+        let (id, _) = apply_edit_request(&mut editor);
+        let typed = format!("// typed by the user\n{LIB}");
+        editor.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": typed}]}),
+        );
+        editor.respond(
+            &id,
+            json!({"applied": false, "failureReason": "version mismatch"}),
+        );
+        let (id, _) = apply_edit_request(&mut editor);
+        editor.respond(&id, json!({"applied": true}));
+        assert_eq!(finished(&mut editor, &session)["status"], "done");
+        editor.shutdown();
+
+        let stats = stats(&dir);
+        assert_eq!(
+            stats["edits"],
+            json!({"proposed": 2, "applied": 0, "rejected": 2, "undone": 0, "kept": 0}),
+            "{stats}"
+        );
+    }
+}

@@ -93,10 +93,13 @@ pub enum Line {
         files: Vec<EditedFile>,
         at: u64,
     },
-    /// `wright exec --undo` put these workspace-relative paths back as they were before the
-    /// session.
+    /// An undo put these workspace-relative paths back: every edit the session landed and had
+    /// not undone yet, but its first `keep` (`wright exec --undo`: 0, all of them; the
+    /// editor's `wright/undo` to a checkpoint: that checkpoint).
     Undo {
         paths: Vec<String>,
+        #[serde(default)]
+        keep: u32,
         at: u64,
     },
 }
@@ -492,19 +495,25 @@ pub fn resume(
     Ok((recorded, history, journal))
 }
 
-/// Journals that `wright exec --undo` put `paths` back, in the journal of the session whose
-/// edits they were (a session without a journal has nothing to mark).
+/// Journals an undo of session `session_id`'s edits after its first `keep` (see
+/// [`Line::Undo`]) in the journal of that session on `root` (a session without a journal has
+/// nothing to mark).
 pub fn record_undo(
     data_dir: &Path,
     root: &Path,
     session_id: &str,
     paths: Vec<String>,
+    keep: u32,
 ) -> Result<(), JournalError> {
     let path = sessions_dir(data_dir, root).join(format!("{session_id}.jsonl"));
     if session_id.is_empty() || session_id.contains(['/', '\\']) || !path.is_file() {
         return Ok(());
     }
-    Journal::reopen(&path)?.append(&Line::Undo { paths, at: now() })
+    Journal::reopen(&path)?.append(&Line::Undo {
+        paths,
+        keep,
+        at: now(),
+    })
 }
 
 /// A session id unique on this machine: the time in microseconds, in hexadecimal.

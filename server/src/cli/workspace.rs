@@ -662,7 +662,7 @@ pub fn exec_undo(workspace: &Workspace, json: bool) -> anyhow::Result<u8> {
             .map(|file| file.to_string_lossy().replace('\\', "/"))
             .collect();
         if let Err(err) =
-            wright::agent::journal::record_undo(&data_dir, &workspace.root, session, paths)
+            wright::agent::journal::record_undo(&data_dir, &workspace.root, session, paths, 0)
         {
             tracing::warn!("{err}; `wright stats` will not know of this undo");
         }

@@ -73,48 +73,60 @@ impl Session {
     /// Every file an edit landed, in order, with whether it was undone and kept
     /// ([`kept`]).
     pub fn landed(&self) -> Vec<LandedEdit> {
-        let mut landed = Vec::new();
-        for (index, line) in self.lines.iter().enumerate() {
-            let Line::Edit {
-                call_id,
-                tool,
-                files,
-                at,
-            } = line
-            else {
-                continue;
-            };
-            let arguments = self
-                .calls
-                .iter()
-                .find(|call| call.id == *call_id)
-                .map(|call| call.arguments.clone())
-                .unwrap_or_default();
-            for file in files {
-                let undone = self.lines[index..].iter().any(
-                    |later| matches!(later, Line::Undo { paths, .. } if paths.contains(&file.path)),
-                );
-                landed.push(LandedEdit {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    arguments: arguments.clone(),
-                    file: file.clone(),
-                    at: *at,
-                    undone,
-                    kept: false,
-                });
+        let mut landed: Vec<LandedEdit> = Vec::new();
+        // The edits not undone yet, as indices into `landed` per tool call, in order: an
+        // undo to checkpoint `keep` takes back every one after the first `keep` (each
+        // editor checkpoint is one landed call).
+        let mut live: Vec<Vec<usize>> = Vec::new();
+        for line in &self.lines {
+            match line {
+                Line::Edit {
+                    call_id,
+                    tool,
+                    files,
+                    at,
+                } => {
+                    let arguments = self
+                        .calls
+                        .iter()
+                        .find(|call| call.id == *call_id)
+                        .map(|call| call.arguments.clone())
+                        .unwrap_or_default();
+                    let first = landed.len();
+                    landed.extend(files.iter().map(|file| LandedEdit {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        arguments: arguments.clone(),
+                        file: file.clone(),
+                        at: *at,
+                        undone: false,
+                        kept: false,
+                    }));
+                    live.push((first..landed.len()).collect());
+                }
+                Line::Undo { keep, .. } => {
+                    let keep = (*keep as usize).min(live.len());
+                    for undone in live.drain(keep..).flatten() {
+                        landed[undone].undone = true;
+                    }
+                }
+                _ => {}
             }
         }
-        // The file as the session left it: the last landed edit's text (an undone one was
-        // put back to before the session, which no edit of it survives).
+        // The file as the session left it: the last edit of it not undone (undone ones put
+        // the file back to before them).
         for at in 0..landed.len() {
             let path = landed[at].file.path.clone();
             let last = landed
                 .iter()
                 .rev()
-                .find(|edit| edit.file.path == path)
+                .filter(|edit| edit.file.path == path)
+                .find(|edit| !edit.undone)
                 .map(|edit| edit.file.after.clone())
-                .unwrap_or_default();
+                .unwrap_or_else(|| {
+                    let first = landed.iter().find(|edit| edit.file.path == path);
+                    first.and_then(|edit| edit.file.before.clone())
+                });
             let edit = &landed[at];
             let kept = kept(
                 edit.file.before.as_deref(),

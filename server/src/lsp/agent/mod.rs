@@ -437,6 +437,7 @@ impl Agents {
         checkpoint: Option<u32>,
         earlier: Earlier,
     ) -> Result<proto::UndoResult, String> {
+        let (data_dir, roots) = (earlier.data_dir.clone(), earlier.roots.clone());
         let (session_id, target) = match self.find(id) {
             Some(entry) if entry.state().status == "running" => {
                 return Err(format!(
@@ -460,6 +461,18 @@ impl Agents {
         let files = target
             .undo_to(keep)
             .map_err(|err| format!("nothing more restored: {err}"))?;
+        // For `wright stats`: the journal says which edits were taken back. The session is
+        // journaled on one of the roots (the others hold no journal of that id).
+        for root in &roots {
+            let _ = agent::journal::record_undo(
+                &data_dir,
+                root,
+                &session_id,
+                files.clone(),
+                keep as u32,
+            )
+            .inspect_err(|err| tracing::warn!("{err}; `wright stats` will not know of this undo"));
+        }
         Ok(proto::UndoResult { session_id, files })
     }
 }
