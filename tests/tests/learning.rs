@@ -330,4 +330,67 @@ mod editor {
             "{stats}"
         );
     }
+
+    #[test]
+    fn in_review_an_accepted_proposal_is_applied_and_kept_and_a_rejected_one_rejected() {
+        let dir = TempDir::new("learning-editor-review");
+        dir.write("ws/src/lib.rs", LIB);
+        let provider = ScriptedProvider::start();
+        provider.push(edit_turn("e1", "    a - b\n", "    a + b\n"));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Proposed."])));
+        let (mut editor, uri) = start(&dir, &provider);
+        let review = |editor: &mut Editor, task: &str| {
+            let run = editor.request(
+                "wright/agentRun",
+                json!({"task": task, "applyMode": "review"}),
+            );
+            let session = run["sessionId"].as_str().unwrap().to_owned();
+            assert_eq!(finished(editor, &session)["status"], "done");
+            session
+        };
+        let first = review(&mut editor, "fix add");
+        let accept = editor.send_request("wright/editsAccept", json!({"sessionId": first}));
+        let (id, _) = apply_edit_request(&mut editor);
+        let fixed = LIB.replace("a - b", "a + b");
+        applies(&mut editor, &id, &uri, 2, &fixed);
+        let accepted = editor.expect_response(&json!(accept));
+        assert_eq!(
+            accepted["result"]["files"],
+            json!(["src/lib.rs"]),
+            "{accepted}"
+        );
+
+        provider.push(edit_turn("e2", "pub fn add", "pub fn sum"));
+        provider.push(Reply::stream(Dialect::OpenAi, &Turn::text(&["Proposed."])));
+        let second = review(&mut editor, "rename add");
+        let rejected = editor.request("wright/editsReject", json!({"sessionId": second}));
+        assert_eq!(rejected["files"], json!(["src/lib.rs"]), "{rejected}");
+        assert_eq!(editor.text_of(&uri), (2, fixed));
+        editor.shutdown();
+
+        let stats = stats(&dir);
+        assert_eq!(
+            stats["edits"],
+            json!({"proposed": 2, "applied": 1, "rejected": 1, "undone": 0, "kept": 1}),
+            "{stats}"
+        );
+        // Only the accepted edit is a triple.
+        let exported = workspace_command(
+            &wright_tests::wright_bin(),
+            &dir,
+            &["trajectories", "export"],
+            None,
+            "",
+        )
+        .output()
+        .unwrap();
+        let triples: Vec<&str> = std::str::from_utf8(&exported.stdout)
+            .unwrap()
+            .lines()
+            .collect();
+        assert_eq!(triples.len(), 1, "{triples:?}");
+        let triple: Value = serde_json::from_str(triples[0]).unwrap();
+        assert_eq!(triple["kept"], true);
+        assert_eq!(triple["final"], LIB.replace("a - b", "a + b"));
+    }
 }

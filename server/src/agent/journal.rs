@@ -6,7 +6,9 @@
 //! to the transcript, a `spent` after each model call (the steps and tokens so far, so that a
 //! resumed session goes on with its budget), a `rewrite` with the whole history when
 //! compaction rewrote it, a `resumed` when a process took the session up again, and `end`
-//! with the outcome. Next to the journal, `<id>.artifacts/` holds the session's tool outputs
+//! with the outcome; for `wright stats` and `wright trajectories`, an `edit` per landed edit
+//! tool call (the files before and after), and `review` and `undo` when the user accepted,
+//! rejected or undid edits. Next to the journal, `<id>.artifacts/` holds the session's tool outputs
 //! whole, so the placeholders of a resumed history still read back. A line cut
 //! by a crash in the middle of its writing is ignored on reading: every line before it is
 //! whole, because each is written with a single `write` and flushed before the next.
@@ -91,6 +93,15 @@ pub enum Line {
         call_id: String,
         tool: String,
         files: Vec<EditedFile>,
+        at: u64,
+    },
+    /// Review mode: the user accepted or rejected held proposals of these paths (all of a
+    /// file's hunks, or `hunks` of them).
+    Review {
+        accepted: bool,
+        paths: Vec<String>,
+        #[serde(default)]
+        hunks: Option<Vec<String>>,
         at: u64,
     },
     /// An undo put these workspace-relative paths back: every edit the session landed and had
@@ -317,7 +328,11 @@ impl Recorded {
                 Line::Title { title } => recorded.title = Some(title),
                 Line::Mode { mode } => recorded.mode = mode,
                 Line::Model { model } => recorded.model = model,
-                Line::Start { .. } | Line::Tool { .. } | Line::Edit { .. } | Line::Undo { .. } => {}
+                Line::Start { .. }
+                | Line::Tool { .. }
+                | Line::Edit { .. }
+                | Line::Review { .. }
+                | Line::Undo { .. } => {}
             }
         }
         Ok(recorded)
@@ -505,15 +520,31 @@ pub fn record_undo(
     paths: Vec<String>,
     keep: u32,
 ) -> Result<(), JournalError> {
+    append_to(
+        data_dir,
+        root,
+        session_id,
+        &Line::Undo {
+            paths,
+            keep,
+            at: now(),
+        },
+    )
+}
+
+/// Appends `line` to the journal of session `session_id` on `root`, from outside its loop
+/// (a session without a journal has nothing to mark).
+pub fn append_to(
+    data_dir: &Path,
+    root: &Path,
+    session_id: &str,
+    line: &Line,
+) -> Result<(), JournalError> {
     let path = sessions_dir(data_dir, root).join(format!("{session_id}.jsonl"));
     if session_id.is_empty() || session_id.contains(['/', '\\']) || !path.is_file() {
         return Ok(());
     }
-    Journal::reopen(&path)?.append(&Line::Undo {
-        paths,
-        keep,
-        at: now(),
-    })
+    Journal::reopen(&path)?.append(line)
 }
 
 /// A session id unique on this machine: the time in microseconds, in hexadecimal.

@@ -125,7 +125,7 @@ pub fn export(workspace: &Workspace, options: &ExportOptions) -> anyhow::Result<
             continue;
         }
         for landed in session.landed() {
-            if options.kept_only && !landed.kept {
+            if !landed.applied || (options.kept_only && !landed.kept) {
                 continue;
             }
             if let Some(line) = trajectories::triple(session, &landed, redactor.as_ref()) {

@@ -34,6 +34,9 @@ pub struct LandedEdit {
     pub arguments: String,
     pub file: EditedFile,
     pub at: u64,
+    /// Whether it reached the file: always, but in review mode, where it is held until the
+    /// user accepts it (a rejected or never decided proposal did not).
+    pub applied: bool,
     pub undone: bool,
     pub kept: bool,
 }
@@ -70,6 +73,18 @@ impl Session {
         })
     }
 
+    /// Whether the session held its edits for review.
+    pub fn reviews(&self) -> bool {
+        self.lines.iter().any(|line| {
+            matches!(
+                line,
+                Line::Tool {
+                    event: crate::agent::events::ToolEvent::EditProposed { .. }
+                }
+            )
+        })
+    }
+
     /// Every file an edit landed, in order, with whether it was undone and kept
     /// ([`kept`]).
     pub fn landed(&self) -> Vec<LandedEdit> {
@@ -78,6 +93,10 @@ impl Session {
         // undo to checkpoint `keep` takes back every one after the first `keep` (each
         // editor checkpoint is one landed call).
         let mut live: Vec<Vec<usize>> = Vec::new();
+        // A review-mode session holds its edits as proposals (its journal has the
+        // `editProposed` events); they land when the user accepts them.
+        let review = self.reviews();
+        let mut held: Vec<usize> = Vec::new();
         for line in &self.lines {
             match line {
                 Line::Edit {
@@ -99,10 +118,36 @@ impl Session {
                         arguments: arguments.clone(),
                         file: file.clone(),
                         at: *at,
+                        applied: !review,
                         undone: false,
                         kept: false,
                     }));
-                    live.push((first..landed.len()).collect());
+                    if review {
+                        held.extend(first..landed.len());
+                    } else {
+                        live.push((first..landed.len()).collect());
+                    }
+                }
+                Line::Review {
+                    accepted,
+                    paths,
+                    hunks,
+                    ..
+                } => {
+                    let (decided, still): (Vec<usize>, Vec<usize>) = held
+                        .iter()
+                        .partition(|&&at| paths.contains(&landed[at].file.path));
+                    if *accepted {
+                        // Accepted, the file's proposals landed as one checkpoint.
+                        for &at in &decided {
+                            landed[at].applied = true;
+                        }
+                        live.push(decided);
+                        held = still;
+                    } else if hunks.is_none() {
+                        // Rejected whole: dropped. Some hunks rejected: the rest stays held.
+                        held = still;
+                    }
                 }
                 Line::Undo { keep, .. } => {
                     let keep = (*keep as usize).min(live.len());
@@ -121,7 +166,7 @@ impl Session {
                 .iter()
                 .rev()
                 .filter(|edit| edit.file.path == path)
-                .find(|edit| !edit.undone)
+                .find(|edit| edit.applied && !edit.undone)
                 .map(|edit| edit.file.after.clone())
                 .unwrap_or_else(|| {
                     let first = landed.iter().find(|edit| edit.file.path == path);
@@ -132,7 +177,7 @@ impl Session {
                 edit.file.before.as_deref(),
                 edit.file.after.as_deref(),
                 last.as_deref(),
-                edit.undone,
+                edit.undone || !edit.applied,
             );
             landed[at].kept = kept;
         }

@@ -75,7 +75,7 @@ impl Counts {
                 .count() as u64
         };
         self.edits.proposed += calls(EDIT_TOOLS);
-        self.edits.applied += landed.len() as u64;
+        self.edits.applied += landed.iter().filter(|edit| edit.applied).count() as u64;
         self.edits.undone += landed.iter().filter(|edit| edit.undone).count() as u64;
         self.edits.kept += landed.iter().filter(|edit| edit.kept).count() as u64;
         self.commands.run += calls(COMMAND_TOOLS);
@@ -84,6 +84,11 @@ impl Counts {
                 Line::Tool {
                     event: ToolEvent::EditRejected { .. },
                 } => self.edits.rejected += 1,
+                Line::Review {
+                    accepted: false,
+                    paths,
+                    ..
+                } => self.edits.rejected += paths.len() as u64,
                 Line::Tool {
                     event: ToolEvent::Approval { decision, .. },
                 } => {
@@ -97,7 +102,7 @@ impl Counts {
         }
         self.usage.add(&recorded.spent.usage);
         self.cost_usd += recorded.spent.cost_usd;
-        if let Some(first) = landed.first() {
+        if let Some(first) = landed.iter().find(|edit| edit.applied) {
             self.first_edits
                 .push(first.at.saturating_sub(recorded.started_at));
             self.first_edits.sort_unstable();

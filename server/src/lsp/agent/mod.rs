@@ -46,6 +46,8 @@ struct Entry {
     conversation: Arc<Conversation>,
     /// What the session works in, for a model switch's connection.
     config: crate::config::Config,
+    /// Where the session is journaled: its data folder and root.
+    journaled: (PathBuf, PathBuf),
     state: Mutex<EntryState>,
 }
 
@@ -183,6 +185,7 @@ impl Agents {
             target,
             conversation: prepared.conversation(),
             config: place.config.clone(),
+            journaled: (data_dir.clone(), place.root.clone()),
             state: Mutex::new(EntryState {
                 status: "running",
                 steps: 0,
@@ -422,6 +425,17 @@ impl Agents {
             })?,
             (None, false) => entry.target.reject(),
         };
+        // For `wright stats`: which held edits the user took or dropped.
+        let (data_dir, root) = &entry.journaled;
+        let line = agent::journal::Line::Review {
+            accepted: accept,
+            paths: files.clone(),
+            hunks: hunks.map(<[String]>::to_vec),
+            at: agent::journal::now(),
+        };
+        if let Err(err) = agent::journal::append_to(data_dir, root, &entry.id, &line) {
+            tracing::warn!("{err}; `wright stats` will not know of this review");
+        }
         Ok(proto::ReviewResult {
             session_id: entry.id.clone(),
             files,
