@@ -287,14 +287,25 @@ mod editor {
         applies(&mut editor, &id, &uri, 4, &first);
         let undone = editor.expect_response(&json!(undo));
         assert_eq!(undone["result"]["files"], json!(["src/lib.rs"]), "{undone}");
+        // The editor's view of the same: `wright/stats`, with the day's kept and undone.
+        let editor_stats = editor.request("wright/stats", json!({}));
+        assert_eq!(
+            editor_stats["edits"],
+            json!({"proposed": 2, "applied": 2, "rejected": 0, "undone": 1, "kept": 1}),
+            "{editor_stats}"
+        );
+        assert_eq!(editor_stats["sinceDays"], 30);
+        let days = editor_stats["days"].as_array().unwrap();
+        assert_eq!(days.len(), 1, "{editor_stats}");
+        assert_eq!(
+            (&days[0]["kept"], &days[0]["undone"]),
+            (&json!(1), &json!(1))
+        );
+        assert_eq!(days[0]["day"].as_str().unwrap().len(), 10);
         editor.shutdown();
 
         let stats = stats(&dir);
-        assert_eq!(
-            stats["edits"],
-            json!({"proposed": 2, "applied": 2, "rejected": 0, "undone": 1, "kept": 1}),
-            "{stats}"
-        );
+        assert_eq!(stats["edits"], editor_stats["edits"], "{stats}");
     }
 
     #[test]

@@ -61,6 +61,7 @@ fn generator() -> Generator {
     file.request::<proto::Undo>();
     file.request::<proto::EditsAccept>();
     file.request::<proto::EditsReject>();
+    file.request::<proto::Stats>();
     file.server_request::<proto::RequestApprovalParams, proto::RequestApprovalResult>(
         "RequestApproval",
         proto::RequestApproval::METHOD,

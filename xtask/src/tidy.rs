@@ -107,6 +107,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // What the journals tell: stats and trajectories, read from the session core's records.
+    ("learning", &["agent", "edit", "files", "llm"]),
     (
         "lsp",
         &[
@@ -116,6 +118,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "edit",
             "files",
             "index",
+            "learning",
             "retrieval",
             "sandbox",
             "workspace",
@@ -134,8 +137,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
-    // What the journals tell: stats and trajectories, read from the session core's records.
-    ("learning", &["agent", "edit", "files", "llm"]),
     // The binary's subcommands: they reach the library as `wright::…`, as any user would.
     ("cli", &[]),
 ];

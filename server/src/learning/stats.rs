@@ -128,3 +128,81 @@ pub fn compute(sessions: &[Session], since_days: Option<u64>) -> Stats {
     }
     stats
 }
+
+/// `wright/stats`: the sessions of the workspace folders `roots` (or, `all`, every
+/// workspace's) of the last `since_days` days, in the protocol's types, with the days.
+pub fn for_editor(
+    data_dir: &std::path::Path,
+    roots: &[std::path::PathBuf],
+    since_days: u64,
+    all: bool,
+) -> wright_protocol::StatsResult {
+    let sessions: Vec<Session> = if all {
+        super::sessions(data_dir, std::path::Path::new(""), true, Some(since_days))
+    } else {
+        roots
+            .iter()
+            .flat_map(|root| super::sessions(data_dir, root, false, Some(since_days)))
+            .collect()
+    };
+    let stats = compute(&sessions, Some(since_days));
+    // The same fields, camelCase in both: the library's counts read as the protocol's.
+    let counts = |counts: &Counts| {
+        serde_json::to_value(counts)
+            .and_then(serde_json::from_value)
+            .expect("the library's counts are the protocol's")
+    };
+    wright_protocol::StatsResult {
+        since_days,
+        all: counts(&stats.all),
+        models: stats
+            .models
+            .iter()
+            .map(|(model, c)| (model.clone(), counts(c)))
+            .collect(),
+        days: per_day(&sessions)
+            .into_iter()
+            .map(|(day, kept, undone)| wright_protocol::StatsDay { day, kept, undone })
+            .collect(),
+    }
+}
+
+/// The landed edits of `sessions` per day (UTC) they landed on, oldest first: `(YYYY-MM-DD,
+/// kept, undone)`, for a chart.
+pub fn per_day(sessions: &[Session]) -> Vec<(String, u64, u64)> {
+    let mut days: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for session in sessions {
+        for edit in session.landed().iter().filter(|edit| edit.applied) {
+            let day = days.entry(edit.at / 86_400).or_default();
+            day.0 += u64::from(edit.kept);
+            day.1 += u64::from(edit.undone);
+        }
+    }
+    days.into_iter()
+        .map(|(day, (kept, undone))| (civil_date(day), kept, undone))
+        .collect()
+}
+
+/// `YYYY-MM-DD` of the day `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_date(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn days_since_the_epoch_are_dated() {
+        assert_eq!(super::civil_date(0), "1970-01-01");
+        assert_eq!(super::civil_date(11_016), "2000-02-29");
+        assert_eq!(super::civil_date(20_454), "2026-01-01");
+    }
+}
