@@ -778,6 +778,7 @@ pub const METHODS: &[&str] = &[
     Undo::METHOD,
     EditsAccept::METHOD,
     EditsReject::METHOD,
+    Stats::METHOD,
     AgentEvent::METHOD,
     RequestApproval::METHOD,
 ];

@@ -621,9 +621,9 @@ mod tests {
             checked += usize::from(defaults);
         }
         assert_eq!(
-            checked, 6,
+            checked, 7,
             "ContextParams, AgentRunParams, AgentPromptParams, SessionConfigureParams, \
-             ReviewParams and UndoParams"
+             ReviewParams, UndoParams and StatsParams"
         );
     }
 

@@ -69,6 +69,7 @@ export const METHODS = [
   "wright/undo",
   "wright/editsAccept",
   "wright/editsReject",
+  "wright/stats",
   "wright/agentEvent",
   "wright/requestApproval",
 ] as const;
