@@ -30,6 +30,10 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
     dir.write("ws/src/db.rs", DB);
     dir.write("ws/src/keys.rs", KEYS);
     dir.write("ws/.env", "DB_PASSWORD=planted-dotenv-value-77\n");
+    dir.write(
+        "ws/.wright/config.toml",
+        "[agent]\napprove_commands = \"git push*\"\n",
+    );
     let provider = ScriptedProvider::start();
     let bin = wright_tests::wright_bin();
     let run = |args: &[&str]| {
@@ -61,6 +65,13 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
         "edit",
         json!({"path": "src/lib.rs", "old_string": "no such text", "new_string": "x"}),
     ));
+    // A command that runs, and one the approval list holds back (no one to ask headless).
+    provider.push(call("c1", "run_command", json!({"command": "echo ran"})));
+    provider.push(call(
+        "c2",
+        "run_command",
+        json!({"command": "git push origin main"}),
+    ));
     provider.push(Reply::text("Fixed add and the port."));
     run(&["exec", "--json", "fix add and the port"]);
 
@@ -90,7 +101,7 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
     );
     assert_eq!(
         stats["commands"],
-        json!({"run": 0, "refused": 0, "escalated": 0}),
+        json!({"run": 1, "refused": 1, "escalated": 0}),
         "{stats}"
     );
     let listed: Value = serde_json::from_slice(&run(&["sessions", "--json"]).stdout).unwrap();
@@ -110,7 +121,11 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
     let table = String::from_utf8(run(&["stats"]).stdout).unwrap();
     let all = table.lines().find(|l| l.starts_with("all ")).expect(&table);
     let cells: Vec<&str> = all.split_whitespace().collect();
-    assert_eq!(&cells[1..8], ["2", "2", "4", "3", "0", "1", "2"], "{table}");
+    assert_eq!(
+        &cells[1..10],
+        ["2", "2", "4", "3", "0", "1", "2", "1", "1"],
+        "{table}"
+    );
 
     // Triples: one per landed edit, each reapplied by `wright apply` exactly.
     let exported = run(&["trajectories", "export"]);
@@ -181,7 +196,17 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
         .flatten()
         .map(|c| c["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(calls, ["read_file", "edit", "apply_patch", "edit"]);
+    assert_eq!(
+        calls,
+        [
+            "read_file",
+            "edit",
+            "apply_patch",
+            "edit",
+            "run_command",
+            "run_command"
+        ]
+    );
     assert!(
         messages
             .iter()

@@ -22,6 +22,9 @@ pub struct Session {
     /// Every message ever journaled, rewrites included, in order: a compacted history loses
     /// nothing a tool call id links to.
     pub calls: Vec<ToolCall>,
+    /// Each tool call's result as first journaled (before compaction masked it): whether
+    /// it is an error, and its text.
+    pub results: std::collections::HashMap<String, (bool, String)>,
     pub lines: Vec<Line>,
 }
 
@@ -46,14 +49,25 @@ impl Session {
         let (lines, updated) = journal::read_journal_lines(path, true)?;
         let recorded = Recorded::from_lines(path, lines.clone(), updated)?;
         let mut calls: Vec<ToolCall> = Vec::new();
-        let mut note = |message: &Message| {
-            if let Message::Assistant { tool_calls, .. } = message {
+        let mut results = std::collections::HashMap::new();
+        let mut note = |message: &Message| match message {
+            Message::Assistant { tool_calls, .. } => {
                 for call in tool_calls {
                     if !calls.iter().any(|known| known.id == call.id) {
                         calls.push(call.clone());
                     }
                 }
             }
+            Message::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } => {
+                results
+                    .entry(call_id.clone())
+                    .or_insert_with(|| (*is_error, content.clone()));
+            }
+            _ => {}
         };
         for line in &lines {
             match line {
@@ -69,6 +83,7 @@ impl Session {
         Ok(Self {
             recorded,
             calls,
+            results,
             lines,
         })
     }

@@ -26,11 +26,13 @@ pub struct Edits {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Commands {
-    /// Command tool calls the model made.
+    /// Command tool calls that ran (in the sandbox, whatever their exit status).
     pub run: u64,
-    /// Commands the user denied when asked.
+    /// Command tool calls that did not run: `agent.approve_commands` names them, and the
+    /// user denied them (or, headless, there was no one to ask).
     pub refused: u64,
-    /// Commands that asked the user.
+    /// Times a command asked the user (an approval: a configured command, or more than the
+    /// sandbox allows), whatever the answer.
     pub escalated: u64,
 }
 
@@ -78,7 +80,25 @@ impl Counts {
         self.edits.applied += landed.iter().filter(|edit| edit.applied).count() as u64;
         self.edits.undone += landed.iter().filter(|edit| edit.undone).count() as u64;
         self.edits.kept += landed.iter().filter(|edit| edit.kept).count() as u64;
-        self.commands.run += calls(COMMAND_TOOLS);
+        // A command the configuration's approval list held back (headless, with no one to
+        // ask, or denied by the user) did not run: `run_command` says "could not run: not
+        // run: …" then (`agent::sandboxed`).
+        let commands: Vec<&str> = session
+            .calls
+            .iter()
+            .filter(|call| COMMAND_TOOLS.contains(&call.name.as_str()))
+            .map(|call| call.id.as_str())
+            .collect();
+        let refused = commands
+            .iter()
+            .filter(|id| {
+                session.results.get(**id).is_some_and(|(is_error, text)| {
+                    *is_error && text.contains("could not run: not run: ")
+                })
+            })
+            .count() as u64;
+        self.commands.run += commands.len() as u64 - refused;
+        self.commands.refused += refused;
         for line in &session.lines {
             match line {
                 Line::Tool {
@@ -90,13 +110,8 @@ impl Counts {
                     ..
                 } => self.edits.rejected += paths.len() as u64,
                 Line::Tool {
-                    event: ToolEvent::Approval { decision, .. },
-                } => {
-                    self.commands.escalated += 1;
-                    if decision == "deny" {
-                        self.commands.refused += 1;
-                    }
-                }
+                    event: ToolEvent::Approval { .. },
+                } => self.commands.escalated += 1,
                 _ => {}
             }
         }
