@@ -117,6 +117,9 @@ fn stats_count_kept_undone_and_failed_edits_and_exports_reapply_with_secrets_red
     assert_eq!(model["sessions"], 2, "{stats}");
     assert_eq!(model["edits"]["kept"], 2, "{stats}");
     assert!(stats["firstEditSecs"].is_u64(), "{stats}");
+    // Every workspace: this one is the only one.
+    let all: Value = serde_json::from_slice(&run(&["stats", "--all", "--json"]).stdout).unwrap();
+    assert_eq!(all["edits"], stats["edits"], "{all}");
     // The table says the same.
     let table = String::from_utf8(run(&["stats"]).stdout).unwrap();
     let all = table.lines().find(|l| l.starts_with("all ")).expect(&table);
