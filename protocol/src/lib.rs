@@ -618,6 +618,85 @@ pub enum PlanStepStatus {
     Done,
 }
 
+/// `wright/stats`: what happened to the agent's work in the sessions journaled on the
+/// workspace folders (or every workspace), as `wright stats --json` counts it; with the kept
+/// and undone edits per day, for a chart. Read from this machine's journals only.
+pub enum Stats {}
+
+impl Request for Stats {
+    const METHOD: &'static str = "wright/stats";
+    type Params = StatsParams;
+    type Result = StatsResult;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(optional_fields = nullable))]
+pub struct StatsParams {
+    /// The last this many days (default 30).
+    #[serde(default)]
+    pub since_days: Option<u64>,
+    /// Every workspace's sessions, not only these folders'.
+    #[serde(default)]
+    pub all: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct StatsResult {
+    pub since_days: u64,
+    #[serde(flatten)]
+    pub all: StatsCounts,
+    pub models: std::collections::BTreeMap<String, StatsCounts>,
+    /// Oldest first, one per day (UTC) with a landed edit.
+    pub days: Vec<StatsDay>,
+}
+
+/// The counts of a set of sessions (see `docs/guide/stats.md`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct StatsCounts {
+    pub sessions: u64,
+    pub turns: u64,
+    pub edits: StatsEdits,
+    pub commands: StatsCommands,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    /// The median seconds from a session's start to its first landed edit.
+    pub first_edit_secs: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct StatsEdits {
+    pub proposed: u64,
+    pub applied: u64,
+    pub rejected: u64,
+    pub undone: u64,
+    pub kept: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct StatsCommands {
+    pub run: u64,
+    pub refused: u64,
+    pub escalated: u64,
+}
+
+/// The edits that landed on one day (UTC): kept, and undone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct StatsDay {
+    /// `YYYY-MM-DD`.
+    pub day: String,
+    pub kept: u64,
+    pub undone: u64,
+}
+
 /// Token counts: `input` is the whole prompt, of which `cachedInput` was read from the
 /// provider's cache and `cacheWrite` written to it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -699,6 +778,7 @@ pub const METHODS: &[&str] = &[
     Undo::METHOD,
     EditsAccept::METHOD,
     EditsReject::METHOD,
+    Stats::METHOD,
     AgentEvent::METHOD,
     RequestApproval::METHOD,
 ];

@@ -12,6 +12,7 @@ pub mod edit;
 pub mod files;
 pub mod index;
 pub mod languages;
+pub mod learning;
 pub mod llm;
 pub mod lsp;
 pub mod mcp;

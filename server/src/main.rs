@@ -189,6 +189,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What happened to the agent's work, from this machine's journals (nothing is sent):
+    /// sessions, turns, edits proposed / applied / rejected / undone / kept, commands, tokens,
+    /// cost, time to the first edit, per model.
+    Stats {
+        /// The last DAYS days.
+        #[arg(long, value_name = "DAYS", default_value_t = 30)]
+        since: u64,
+        /// Every workspace's sessions, not only --root's.
+        #[arg(long)]
+        all: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Training data from the journaled sessions of --root.
+    Trajectories {
+        #[command(subcommand)]
+        command: TrajectoriesCommand,
+    },
     /// Search the workspace with a regular expression (ignore rules respected).
     Grep {
         pattern: String,
@@ -262,6 +281,29 @@ enum McpCommand {
     },
     /// Allow the workspace-defined server NAME, exactly as defined now, to start.
     Trust { name: String },
+}
+
+#[derive(Subcommand)]
+enum TrajectoriesCommand {
+    /// JSON lines: edit triples (`{"path","original","edit","final","format","session",
+    /// "model","kept"}`) or sessions in the OpenAI fine-tuning chat shape. Secrets are
+    /// replaced by [REDACTED].
+    Export {
+        /// Only sessions started in the last DAYS days.
+        #[arg(long, value_name = "DAYS")]
+        since: Option<u64>,
+        #[arg(long, default_value = "triples", value_parser = ["triples", "chat"])]
+        format: String,
+        /// Only the edits that were kept (triples).
+        #[arg(long)]
+        kept_only: bool,
+        /// Write to FILE (created 0600) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Export secrets as they are.
+        #[arg(long)]
+        no_redact: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -497,6 +539,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     },
                 ))
                 .map(ExitCode::from)
+        }
+        Command::Stats { since, all, json } => {
+            let workspace = commands::Workspace::load(root);
+            let options = cli::learning::StatsOptions {
+                since_days: since,
+                all,
+                json,
+            };
+            cli::learning::stats(&workspace, &options, &mut terminal::stdout(json))
+                .map(ExitCode::from)
+        }
+        Command::Trajectories {
+            command:
+                TrajectoriesCommand::Export {
+                    since,
+                    format,
+                    kept_only,
+                    out,
+                    no_redact,
+                },
+        } => {
+            let workspace = commands::Workspace::load(root);
+            let options = cli::learning::ExportOptions {
+                since_days: since,
+                chat: format == "chat",
+                kept_only,
+                out,
+                redact: !no_redact,
+            };
+            cli::learning::export(&workspace, &options).map(ExitCode::from)
         }
         Command::Sessions { json } => {
             let workspace = commands::Workspace::load(root);

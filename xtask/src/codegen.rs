@@ -61,6 +61,7 @@ fn generator() -> Generator {
     file.request::<proto::Undo>();
     file.request::<proto::EditsAccept>();
     file.request::<proto::EditsReject>();
+    file.request::<proto::Stats>();
     file.server_request::<proto::RequestApprovalParams, proto::RequestApprovalResult>(
         "RequestApproval",
         proto::RequestApproval::METHOD,
@@ -620,9 +621,9 @@ mod tests {
             checked += usize::from(defaults);
         }
         assert_eq!(
-            checked, 6,
+            checked, 7,
             "ContextParams, AgentRunParams, AgentPromptParams, SessionConfigureParams, \
-             ReviewParams and UndoParams"
+             ReviewParams, UndoParams and StatsParams"
         );
     }
 

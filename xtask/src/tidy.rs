@@ -124,6 +124,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "workspace",
         ],
     ),
+    // What the journals tell: stats and trajectories, read from the session core's records.
+    ("learning", &["agent", "edit", "files", "llm"]),
     (
         "lsp",
         &[
@@ -133,6 +135,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "edit",
             "files",
             "index",
+            "learning",
             "mcp",
             "retrieval",
             "sandbox",

@@ -33,6 +33,10 @@ vim.api.nvim_create_user_command('WrightSessions', function()
   wright().sessions()
 end, { desc = 'wright: list sessions; resume, undo or cancel one' })
 
+vim.api.nvim_create_user_command('WrightStats', function(opts)
+  wright().stats(opts.args ~= '' and tonumber(opts.args) or nil)
+end, { nargs = '?', desc = "wright: how many of the agent's edits were applied, undone, kept (last [days] days)" })
+
 vim.api.nvim_create_user_command('WrightStatus', function()
   wright().status()
 end, { desc = 'wright: what the server holds and how it is configured' })

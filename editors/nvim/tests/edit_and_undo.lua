@@ -1,6 +1,6 @@
 -- An agent task from :Wright edits the open buffer through workspace/applyEdit (unsaved, the
 -- disk untouched); :WrightStatus, :WrightLog; :WrightSessions lists the session; :WrightUndo
--- brings the text back.
+-- brings the text back; :WrightStats then counts the edit applied and undone.
 -- The provider's script: one `edit` of src/lib.rs (`a + b` -> `b + a`), then "Done.".
 
 local H = dofile(vim.env.WRIGHT_NVIM_PLUGIN .. '/tests/helpers.lua')
@@ -69,4 +69,17 @@ H.run(function()
     end
     return false
   end)
+
+  vim.cmd('WrightStats')
+  local stats
+  H.wait('the stats', function()
+    for _, n in ipairs(H.notifications) do
+      if n.message:find('stats of the last 30 days', 1, true) then
+        stats = n.message
+        return true
+      end
+    end
+    return false
+  end)
+  H.truthy(stats:find('all%s+sessions 1, turns 1; edits proposed 1, applied 1, rejected 0, undone 1, kept 0'), stats)
 end)

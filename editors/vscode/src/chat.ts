@@ -61,6 +61,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
   /** "Wright: Open Chat" asked for the prompt box before the page was ready. */
   private focusWhenReady = false;
+  /** The last `wright/stats` shown, for a view that (re)loads. */
+  private stats: proto.StatsResult | undefined;
   /** Approvals shown in the view and not answered yet, by the view's id. */
   private readonly approvals = new Map<string, PendingApproval>();
   private readonly disposables: vscode.Disposable[] = [];
@@ -97,6 +99,13 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         void this.host.askApprovalInModal(pending.request).then((result) => this.answer(id, result.decision));
       }
     });
+  }
+
+  /** Shows `stats` in the view (kept for a view that loads later). */
+  async showStats(stats: proto.StatsResult): Promise<void> {
+    this.stats = stats;
+    await vscode.commands.executeCommand(`${CHAT_VIEW}.focus`);
+    this.post({ type: "stats", stats });
   }
 
   /** Shows the view and puts the caret in its prompt box. */
@@ -186,6 +195,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         case "ready":
           this.postState();
           this.postAttachment();
+          if (this.stats) {
+            this.post({ type: "stats", stats: this.stats });
+          }
           this.refreshSessions();
           if (this.focusWhenReady) {
             this.focusWhenReady = false;

@@ -44,7 +44,9 @@ export type ToWebview =
   | { type: "completions"; query: string; items: Completion[] }
   /** What goes with the next message: the active editor's file and selection, if any. */
   | { type: "attachment"; label: string | undefined }
-  | { type: "focus" };
+  | { type: "focus" }
+  /** `wright/stats`, shown as a card with a chart of the kept and undone edits per day. */
+  | { type: "stats"; stats: proto.StatsResult };
 
 export interface Completion {
   /** What replaces the `@word`, without the `@`. */

@@ -396,6 +396,16 @@ class Wright implements ChatHost {
     }
   }
 
+  /** "Wright: Show Stats": `wright/stats` of the last 30 days, in the chat view. */
+  async showStats(): Promise<void> {
+    try {
+      const stats = await this.request(proto.Stats, {});
+      await this.chat.showStats(stats);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Wright: ${message(err)}`);
+    }
+  }
+
   async showStatus(): Promise<void> {
     try {
       const status = await this.request(proto.Status, null);
@@ -594,6 +604,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ["wright.showSessions", () => instance.showSessions()],
     ["wright.rebuildIndex", () => instance.rebuildIndex()],
     ["wright.showStatus", () => instance.showStatus()],
+    ["wright.showStats", () => instance.showStats()],
     ["wright.openChat", () => instance.chat.open()],
   ];
   for (const [name, run] of commands) {

@@ -23,6 +23,7 @@ export const Sessions: RequestMethod<"wright/sessions"> = { method: "wright/sess
 export const Undo: RequestMethod<"wright/undo"> = { method: "wright/undo" };
 export const EditsAccept: RequestMethod<"wright/editsAccept"> = { method: "wright/editsAccept" };
 export const EditsReject: RequestMethod<"wright/editsReject"> = { method: "wright/editsReject" };
+export const Stats: RequestMethod<"wright/stats"> = { method: "wright/stats" };
 export const AgentEvent: NotificationMethod<"wright/agentEvent"> = { method: "wright/agentEvent" };
 export const RequestApproval = { method: "wright/requestApproval" } as const;
 
@@ -39,6 +40,7 @@ export interface Requests {
   "wright/undo": { params: UndoParams; result: UndoResult };
   "wright/editsAccept": { params: ReviewParams; result: ReviewResult };
   "wright/editsReject": { params: ReviewParams; result: ReviewResult };
+  "wright/stats": { params: StatsParams; result: StatsResult };
 }
 
 /** Every notification (server → client): its params. */
@@ -67,6 +69,7 @@ export const METHODS = [
   "wright/undo",
   "wright/editsAccept",
   "wright/editsReject",
+  "wright/stats",
   "wright/agentEvent",
   "wright/requestApproval",
 ] as const;
@@ -493,6 +496,79 @@ export type SettingStatus = {
    * Where the value came from (`default`, `environment OPENAI_API_KEY`, `user file …`).
    */
   source: string | null,
+};
+
+export type StatsCommands = {
+  run: number,
+  refused: number,
+  escalated: number,
+};
+
+/**
+ * The counts of a set of sessions (see `docs/guide/stats.md`).
+ */
+export type StatsCounts = {
+  sessions: number,
+  turns: number,
+  edits: StatsEdits,
+  commands: StatsCommands,
+  usage: Usage,
+  costUsd: number,
+  /**
+   * The median seconds from a session's start to its first landed edit.
+   */
+  firstEditSecs: number | null,
+};
+
+/**
+ * The edits that landed on one day (UTC): kept, and undone.
+ */
+export type StatsDay = {
+  /**
+   * `YYYY-MM-DD`.
+   */
+  day: string,
+  kept: number,
+  undone: number,
+};
+
+export type StatsEdits = {
+  proposed: number,
+  applied: number,
+  rejected: number,
+  undone: number,
+  kept: number,
+};
+
+export type StatsParams = {
+  /**
+   * The last this many days (default 30).
+   */
+  sinceDays?: number | null,
+  /**
+   * Every workspace's sessions, not only these folders'.
+   */
+  all?: boolean | null,
+};
+
+export type StatsResult = {
+  sinceDays: number,
+  models: {
+    [key in string]: StatsCounts },
+  /**
+   * Oldest first, one per day (UTC) with a landed edit.
+   */
+  days: Array<StatsDay>,
+  sessions: number,
+  turns: number,
+  edits: StatsEdits,
+  commands: StatsCommands,
+  usage: Usage,
+  costUsd: number,
+  /**
+   * The median seconds from a session's start to its first landed edit.
+   */
+  firstEditSecs: number | null,
 };
 
 export type StatusResult = {

@@ -6,7 +6,9 @@
 //! to the transcript, a `spent` after each model call (the steps and tokens so far, so that a
 //! resumed session goes on with its budget), a `rewrite` with the whole history when
 //! compaction rewrote it, a `resumed` when a process took the session up again, and `end`
-//! with the outcome. Next to the journal, `<id>.artifacts/` holds the session's tool outputs
+//! with the outcome; for `wright stats` and `wright trajectories`, an `edit` per landed edit
+//! tool call (the files before and after), and `review` and `undo` when the user accepted,
+//! rejected or undid edits. Next to the journal, `<id>.artifacts/` holds the session's tool outputs
 //! whole, so the placeholders of a resumed history still read back. A line cut
 //! by a crash in the middle of its writing is ignored on reading: every line before it is
 //! whole, because each is written with a single `write` and flushed before the next.
@@ -84,6 +86,43 @@ pub enum Line {
     Model {
         model: String,
     },
+    /// An edit tool call landed (or, in review mode, was held as a proposal): each file's
+    /// text before and after (`None`: missing), for `wright stats` and `wright trajectories`.
+    /// `call_id` links it to the tool call (its arguments are in the journaled messages).
+    Edit {
+        call_id: String,
+        tool: String,
+        files: Vec<EditedFile>,
+        at: u64,
+    },
+    /// Review mode: the user accepted or rejected held proposals of these paths (all of a
+    /// file's hunks, or `hunks` of them).
+    Review {
+        accepted: bool,
+        paths: Vec<String>,
+        #[serde(default)]
+        hunks: Option<Vec<String>>,
+        at: u64,
+    },
+    /// An undo put these workspace-relative paths back: every edit the session landed and had
+    /// not undone yet, but its first `keep` (`wright exec --undo`: 0, all of them; the
+    /// editor's `wright/undo` to a checkpoint: that checkpoint).
+    Undo {
+        paths: Vec<String>,
+        #[serde(default)]
+        keep: u32,
+        at: u64,
+    },
+}
+
+/// One file an edit changed, as journaled by [`Line::Edit`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditedFile {
+    /// Relative to the session's root, `/`-separated.
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -230,36 +269,12 @@ impl Recorded {
     }
 
     fn read_lines(path: &Path, history: bool) -> Result<Self, JournalError> {
-        let io = |source| JournalError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = crate::files::open_private(path).map_err(io)?;
-        let updated = file
-            .metadata()
-            .ok()
-            .and_then(|meta| meta.modified().ok())
-            .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_secs());
-        let reader = BufReader::new(file);
-        let mut lines = Vec::new();
-        // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
-        // must end the reading like any other cut line rather than fail it.
-        for line in reader.split(b'\n') {
-            let line = line.map_err(io)?;
-            // Lines are written by serde with the tag first, so a prefix tells their kind.
-            if !history
-                && (line.starts_with(br#"{"kind":"message""#)
-                    || line.starts_with(br#"{"kind":"rewrite""#))
-            {
-                continue;
-            }
-            match serde_json::from_slice::<Line>(&line) {
-                Ok(parsed) => lines.push(parsed),
-                // The last line of a killed process may be cut; nothing after it was written.
-                Err(_) => break,
-            }
-        }
+        let (lines, updated) = read_journal_lines(path, history)?;
+        Self::from_lines(path, lines, updated)
+    }
+
+    /// The record the journal's `lines` make (the first must be its start).
+    pub fn from_lines(path: &Path, lines: Vec<Line>, updated: u64) -> Result<Self, JournalError> {
         let mut lines = lines.into_iter();
         let Some(Line::Start {
             session_id,
@@ -313,7 +328,11 @@ impl Recorded {
                 Line::Title { title } => recorded.title = Some(title),
                 Line::Mode { mode } => recorded.mode = mode,
                 Line::Model { model } => recorded.model = model,
-                Line::Start { .. } | Line::Tool { .. } => {}
+                Line::Start { .. }
+                | Line::Tool { .. }
+                | Line::Edit { .. }
+                | Line::Review { .. }
+                | Line::Undo { .. } => {}
             }
         }
         Ok(recorded)
@@ -379,6 +398,42 @@ impl Recorded {
         }
         messages
     }
+}
+
+/// Every whole line of the journal at `path` (without its history lines unless `history`),
+/// and when it was last written (seconds since the epoch).
+pub fn read_journal_lines(path: &Path, history: bool) -> Result<(Vec<Line>, u64), JournalError> {
+    let io = |source| JournalError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = crate::files::open_private(path).map_err(io)?;
+    let updated = file
+        .metadata()
+        .ok()
+        .and_then(|meta| meta.modified().ok())
+        .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    let reader = BufReader::new(file);
+    let mut lines = Vec::new();
+    // Bytes, not `lines()`: a line cut inside a multi-byte character is not UTF-8, and
+    // must end the reading like any other cut line rather than fail it.
+    for line in reader.split(b'\n') {
+        let line = line.map_err(io)?;
+        // Lines are written by serde with the tag first, so a prefix tells their kind.
+        if !history
+            && (line.starts_with(br#"{"kind":"message""#)
+                || line.starts_with(br#"{"kind":"rewrite""#))
+        {
+            continue;
+        }
+        match serde_json::from_slice::<Line>(&line) {
+            Ok(parsed) => lines.push(parsed),
+            // The last line of a killed process may be cut; nothing after it was written.
+            Err(_) => break,
+        }
+    }
+    Ok((lines, updated))
 }
 
 /// The length of `bytes` up to the end of its last whole (newline-terminated) line.
@@ -453,6 +508,43 @@ pub fn resume(
         })
         .map_err(|e| e.to_string())?;
     Ok((recorded, history, journal))
+}
+
+/// Journals an undo of session `session_id`'s edits after its first `keep` (see
+/// [`Line::Undo`]) in the journal of that session on `root` (a session without a journal has
+/// nothing to mark).
+pub fn record_undo(
+    data_dir: &Path,
+    root: &Path,
+    session_id: &str,
+    paths: Vec<String>,
+    keep: u32,
+) -> Result<(), JournalError> {
+    append_to(
+        data_dir,
+        root,
+        session_id,
+        &Line::Undo {
+            paths,
+            keep,
+            at: now(),
+        },
+    )
+}
+
+/// Appends `line` to the journal of session `session_id` on `root`, from outside its loop
+/// (a session without a journal has nothing to mark).
+pub fn append_to(
+    data_dir: &Path,
+    root: &Path,
+    session_id: &str,
+    line: &Line,
+) -> Result<(), JournalError> {
+    let path = sessions_dir(data_dir, root).join(format!("{session_id}.jsonl"));
+    if session_id.is_empty() || session_id.contains(['/', '\\']) || !path.is_file() {
+        return Ok(());
+    }
+    Journal::reopen(&path)?.append(line)
 }
 
 /// A session id unique on this machine: the time in microseconds, in hexadecimal.

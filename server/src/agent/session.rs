@@ -720,6 +720,14 @@ impl Session {
             is_error: output.is_error,
             output: output.content.clone(),
         });
+        if !output.landed.is_empty() {
+            self.journal(&Line::Edit {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                files: std::mem::take(&mut output.landed),
+                at: super::journal::now(),
+            });
+        }
         if !output.changed.is_empty() {
             self.emit(AgentEvent::FilesChanged {
                 paths: output.changed.clone(),

@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod doctor;
+pub mod learning;
 pub mod mcp;
 pub mod mcp_check;
 pub mod mcp_serve;

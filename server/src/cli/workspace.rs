@@ -664,7 +664,22 @@ pub fn exec_undo(workspace: &Workspace, json: bool) -> anyhow::Result<u8> {
     let env = |var: &str| std::env::var(var).ok();
     let data_dir = config::data_dir(&env)?;
     let protection = wright::agent::tools::Protection::from_config(&workspace.config);
+    // Which session the undone edits were, read before the undo removes its record.
+    let session = wright::agent::disk::UndoRecord::load(&data_dir, &workspace.root)
+        .ok()
+        .map(|record| record.session_id);
     let result = wright::agent::disk::UndoRecord::undo(&data_dir, &workspace.root, &protection);
+    if let (Ok(files), Some(session)) = (&result, &session) {
+        let paths = files
+            .iter()
+            .map(|file| file.to_string_lossy().replace('\\', "/"))
+            .collect();
+        if let Err(err) =
+            wright::agent::journal::record_undo(&data_dir, &workspace.root, session, paths, 0)
+        {
+            tracing::warn!("{err}; `wright stats` will not know of this undo");
+        }
+    }
     if json {
         let value = match &result {
             Ok(files) => json!({"undone": true, "files": files}),

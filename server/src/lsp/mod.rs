@@ -15,7 +15,7 @@ mod transport;
 use tower_lsp_server::LspService;
 use wright_protocol::{
     AgentCancel, AgentPrompt, AgentRun, Context, EditsAccept, EditsReject, Request,
-    SessionConfigure, Sessions, Status, Undo, ViewFileText,
+    SessionConfigure, Sessions, Stats, Status, Undo, ViewFileText,
 };
 
 pub use server::ServerOptions;
@@ -33,6 +33,7 @@ pub async fn run_stdio(options: ServerOptions) -> i32 {
         .custom_method(AgentCancel::METHOD, server::Backend::agent_cancel)
         .custom_method(Sessions::METHOD, server::Backend::sessions)
         .custom_method(Undo::METHOD, server::Backend::undo)
+        .custom_method(Stats::METHOD, server::Backend::stats)
         .custom_method(EditsAccept::METHOD, server::Backend::edits_accept)
         .custom_method(EditsReject::METHOD, server::Backend::edits_reject)
         .finish();

@@ -635,6 +635,21 @@ impl Backend {
         })
     }
 
+    /// `wright/stats`: the journals read on a blocking thread (they may be many).
+    pub async fn stats(&self, params: proto::StatsParams) -> RpcResult<proto::StatsResult> {
+        let roots = lock(&self.workspace).roots.clone();
+        let data_dir = own_dir(config::data_dir(&process_env))?;
+        on_blocking_thread("stats", move || {
+            Ok(crate::learning::stats::for_editor(
+                &data_dir,
+                &roots,
+                params.since_days.unwrap_or(30),
+                params.all.unwrap_or(false),
+            ))
+        })
+        .await
+    }
+
     /// `wright/editsAccept`: through `workspace/applyEdit`, so on a blocking thread.
     pub async fn edits_accept(
         &self,

@@ -559,6 +559,32 @@ function M.status()
   end)
 end
 
+--- What happened to the agent's work (`wright/stats`): the last `days` days (30 by default),
+--- in all and per model, from the journals on this machine.
+function M.stats(days)
+  local client = need_client()
+  if not client then
+    return
+  end
+  call(client, 'wright/stats', { sinceDays = days }, function(stats)
+    local function row(name, c)
+      local first = c.firstEditSecs ~= vim.NIL and c.firstEditSecs ~= nil and (c.firstEditSecs .. 's') or '-'
+      return string.format(
+        '%-24s sessions %d, turns %d; edits proposed %d, applied %d, rejected %d, undone %d, kept %d; commands %d (%d refused); %d tokens, $%.4f; first edit %s',
+        name, c.sessions, c.turns, c.edits.proposed, c.edits.applied, c.edits.rejected, c.edits.undone, c.edits.kept,
+        c.commands.run, c.commands.refused, c.usage.input + c.usage.output, c.costUsd, first)
+    end
+    local lines = { string.format('stats of the last %d days', stats.sinceDays) }
+    local models = vim.tbl_keys(stats.models or {})
+    table.sort(models)
+    for _, model in ipairs(models) do
+      table.insert(lines, row(model, stats.models[model]))
+    end
+    table.insert(lines, row('all', stats))
+    ui.notify(table.concat(lines, '\n'))
+  end)
+end
+
 --- Opens the log of the agent's events.
 function M.log()
   vim.cmd('botright split')

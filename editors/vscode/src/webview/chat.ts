@@ -415,8 +415,85 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "focus":
       prompt.focus();
       return;
+    case "stats":
+      showStats(message.stats);
+      return;
   }
 });
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** The stats card: the counts in all and per model, and a bar per day of kept and undone edits. */
+function showStats(stats: proto.StatsResult): void {
+  document.getElementById("stats")?.remove();
+  const card = document.createElement("section");
+  card.id = "stats";
+  card.className = "stats";
+  const title = document.createElement("h3");
+  title.textContent = `Stats of the last ${stats.sinceDays} days (from this machine's journals)`;
+  card.append(title);
+  const row = (name: string, c: proto.StatsCounts) => {
+    const line = document.createElement("div");
+    const first = c.firstEditSecs == null ? "-" : `${c.firstEditSecs}s`;
+    line.textContent =
+      `${name}: ${c.sessions} sessions, ${c.turns} turns · edits ${c.edits.proposed} proposed, ` +
+      `${c.edits.applied} applied, ${c.edits.rejected} rejected, ${c.edits.undone} undone, ` +
+      `${c.edits.kept} kept · ${c.commands.run} commands (${c.commands.refused} refused) · ` +
+      `${c.usage.input + c.usage.output} tokens, $${c.costUsd.toFixed(4)} · first edit ${first}`;
+    return line;
+  };
+  card.append(row("All", stats));
+  for (const model of Object.keys(stats.models).sort()) {
+    const counts = stats.models[model];
+    if (counts) {
+      card.append(row(model, counts));
+    }
+  }
+  card.append(chart(stats.days));
+  log.append(card);
+  card.scrollIntoView({ block: "nearest" });
+}
+
+/** Stacked bars, one per day: kept below, undone above. */
+function chart(days: proto.StatsDay[]): Element {
+  if (days.length === 0) {
+    const none = document.createElement("div");
+    none.textContent = "No edits landed in these days.";
+    return none;
+  }
+  const width = 12;
+  const height = 60;
+  const most = Math.max(1, ...days.map((d) => d.kept + d.undone));
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "stats-chart");
+  svg.setAttribute("viewBox", `0 0 ${days.length * width} ${height}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", "Kept and undone edits per day");
+  days.forEach((day, at) => {
+    const kept = (day.kept / most) * height;
+    const undone = (day.undone / most) * height;
+    const bar = (className: string, y: number, h: number) => {
+      const rect = document.createElementNS(SVG, "rect");
+      rect.setAttribute("class", className);
+      rect.setAttribute("x", String(at * width + 1));
+      rect.setAttribute("y", String(y));
+      rect.setAttribute("width", String(width - 2));
+      rect.setAttribute("height", String(h));
+      const tip = document.createElementNS(SVG, "title");
+      tip.textContent = `${day.day}: ${day.kept} kept, ${day.undone} undone`;
+      rect.append(tip);
+      svg.append(rect);
+    };
+    bar("stats-kept", height - kept, kept);
+    bar("stats-undone", height - kept - undone, undone);
+  });
+  const legend = document.createElement("div");
+  legend.className = "stats-legend";
+  legend.textContent = `${days[0]?.day} – ${days[days.length - 1]?.day} · kept (lower) and undone (upper) edits per day`;
+  const figure = document.createElement("figure");
+  figure.append(svg, legend);
+  return figure;
+}
 
 // The prompt box: Enter sends, Shift+Enter is a new line, `@` completes files and symbols.
 

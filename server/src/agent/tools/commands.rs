@@ -165,6 +165,7 @@ fn report(command: &str, output: &CommandOutput) -> ToolOutput {
         is_error: failed,
         changed: Vec::new(),
         whole,
+        landed: Vec::new(),
     }
 }
 

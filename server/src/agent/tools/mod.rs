@@ -109,6 +109,8 @@ pub struct ToolOutput {
     /// The whole output when `content` shows only part of it (a long command's head and
     /// tail): the session keeps it as an artifact the model can read back.
     pub whole: Option<String>,
+    /// The files an edit landed, before and after, for the session's journal.
+    pub landed: Vec<crate::agent::journal::EditedFile>,
 }
 
 impl ToolOutput {
@@ -118,6 +120,7 @@ impl ToolOutput {
             is_error: false,
             changed: Vec::new(),
             whole: None,
+            landed: Vec::new(),
         }
     }
 
@@ -127,6 +130,7 @@ impl ToolOutput {
             is_error: true,
             changed: Vec::new(),
             whole: None,
+            landed: Vec::new(),
         }
     }
 }
@@ -375,6 +379,18 @@ pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
         schemas.extend(mcp.schemas());
     }
     schemas
+}
+
+/// Every tool's schema, whatever a session offers: what a fine-tuning export declares.
+pub fn all_schemas() -> Vec<ToolSchema> {
+    SPECS
+        .iter()
+        .map(|spec| ToolSchema {
+            name: spec.name.to_owned(),
+            description: spec.description.to_owned(),
+            parameters: (spec.parameters)(),
+        })
+        .collect()
 }
 
 /// Whether `name` only reads (and may run alongside other reads).

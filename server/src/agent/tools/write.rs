@@ -304,5 +304,14 @@ fn land(context: &ToolContext, ops: &[edit::FileOp]) -> ToolResult {
         .iter()
         .map(|file| file.path.to_string_lossy().replace('\\', "/"))
         .collect();
+    output.landed = plan
+        .files
+        .iter()
+        .map(|file| crate::agent::journal::EditedFile {
+            path: file.path.to_string_lossy().replace('\\', "/"),
+            before: file.before.as_ref().map(|before| before.text.clone()),
+            after: file.after.clone(),
+        })
+        .collect();
     Ok(output)
 }

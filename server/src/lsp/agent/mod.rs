@@ -46,6 +46,8 @@ struct Entry {
     conversation: Arc<Conversation>,
     /// What the session works in, for a model switch's connection.
     config: crate::config::Config,
+    /// Where the session is journaled: its data folder and root.
+    journaled: (PathBuf, PathBuf),
     state: Mutex<EntryState>,
 }
 
@@ -193,6 +195,7 @@ impl Agents {
             target,
             conversation: prepared.conversation(),
             config: place.config.clone(),
+            journaled: (data_dir.clone(), place.root.clone()),
             state: Mutex::new(EntryState {
                 status: "running",
                 steps: 0,
@@ -436,6 +439,17 @@ impl Agents {
             })?,
             (None, false) => entry.target.reject(),
         };
+        // For `wright stats`: which held edits the user took or dropped.
+        let (data_dir, root) = &entry.journaled;
+        let line = agent::journal::Line::Review {
+            accepted: accept,
+            paths: files.clone(),
+            hunks: hunks.map(<[String]>::to_vec),
+            at: agent::journal::now(),
+        };
+        if let Err(err) = agent::journal::append_to(data_dir, root, &entry.id, &line) {
+            tracing::warn!("{err}; `wright stats` will not know of this review");
+        }
         Ok(proto::ReviewResult {
             session_id: entry.id.clone(),
             files,
@@ -451,6 +465,7 @@ impl Agents {
         checkpoint: Option<u32>,
         earlier: Earlier,
     ) -> Result<proto::UndoResult, String> {
+        let (data_dir, roots) = (earlier.data_dir.clone(), earlier.roots.clone());
         let (session_id, target) = match self.find(id) {
             Some(entry) if entry.state().status == "running" => {
                 return Err(format!(
@@ -474,6 +489,18 @@ impl Agents {
         let files = target
             .undo_to(keep)
             .map_err(|err| format!("nothing more restored: {err}"))?;
+        // For `wright stats`: the journal says which edits were taken back. The session is
+        // journaled on one of the roots (the others hold no journal of that id).
+        for root in &roots {
+            let _ = agent::journal::record_undo(
+                &data_dir,
+                root,
+                &session_id,
+                files.clone(),
+                keep as u32,
+            )
+            .inspect_err(|err| tracing::warn!("{err}; `wright stats` will not know of this undo"));
+        }
         Ok(proto::UndoResult { session_id, files })
     }
 }
