@@ -71,9 +71,11 @@ fn a_line_server_round_trips_outlives_the_timeout_and_dies_with_its_handle() {
         },
         ..Request::default()
     };
-    // SAFETY: set before the backend reads the environment; the test is single-threaded here.
-    unsafe { std::env::set_var("OPENAI_API_KEY", "sk-test") };
-    unsafe { std::env::set_var("LANG", "C.UTF-8") };
+    // SAFETY: set before the backend reads the environment; no other thread reads it here.
+    unsafe {
+        std::env::set_var("OPENAI_API_KEY", "sk-test");
+        std::env::set_var("LANG", "C.UTF-8");
+    }
     let attached = backend().spawn_attached(&request).unwrap();
     let mut handle = attached.handle;
     let mut stdin = std::fs::File::from(attached.stdin);
