@@ -12,11 +12,13 @@ use crate::mcp::client::{Launch, Pipes, Transport, Unconfined};
 use crate::sandbox::host::HostCommand;
 use crate::sandbox::{Environment, Filesystem, LocalBackend, Network, Permissions, Request};
 
-/// How to reach `server`, whose stdio process runs in `root` (or its `cwd`).
+/// How to reach `server`, whose stdio process runs in `root` (or its `cwd`); `deny_read`
+/// (`sandbox.deny_read`) is hidden from a sandboxed one, as from commands.
 pub fn transport(
     server: &McpServer,
     root: &Path,
     cache_dir: Option<&Path>,
+    deny_read: &[PathBuf],
 ) -> Result<Transport, String> {
     match &server.reach {
         Reach::Http {
@@ -113,6 +115,7 @@ pub fn transport(
                     },
                     env,
                     environment: Environment::Exact,
+                    deny_read: deny_read.to_vec(),
                     ..Request::default()
                 },
             })))

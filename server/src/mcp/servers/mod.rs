@@ -102,6 +102,9 @@ pub struct Setup<'a> {
     pub approver: Option<Arc<dyn Approver>>,
     /// wright's cache folder (the sandbox pool's snapshots), for sandboxed servers.
     pub cache_dir: Option<PathBuf>,
+    /// `sandbox.deny_read`: unreadable to sandboxed servers too, besides the credential
+    /// stores.
+    pub deny_read: Vec<PathBuf>,
 }
 
 impl Servers {
@@ -149,8 +152,9 @@ impl Servers {
             let settled = this.settled.clone();
             let root = setup.root.to_path_buf();
             let cache_dir = setup.cache_dir.clone();
+            let deny_read = setup.deny_read.clone();
             runtime.spawn(async move {
-                let state = match connect(&entry.server, &root, cache_dir.as_deref()).await {
+                let state = match connect(&entry.server, &root, cache_dir.as_deref(), &deny_read).await {
                     Ok(client) => EntryState::Running(Arc::new(client)),
                     Err(error) => EntryState::Failed(error),
                 };
@@ -182,6 +186,7 @@ impl Servers {
             trust: &trust,
             approver,
             cache_dir: crate::config::cache_dir(&env).ok(),
+            deny_read: crate::sandbox::policy::settings(config).deny_read,
         })
     }
 
@@ -463,8 +468,9 @@ async fn connect(
     server: &McpServer,
     root: &Path,
     cache_dir: Option<&Path>,
+    deny_read: &[PathBuf],
 ) -> Result<Client, String> {
-    let transport = launch::transport(server, root, cache_dir)?;
+    let transport = launch::transport(server, root, cache_dir, deny_read)?;
     let options = Options {
         call_timeout: Duration::from_secs(server.timeout_secs),
         connect_timeout: STARTUP_TIMEOUT,
