@@ -154,10 +154,11 @@ impl Servers {
             let cache_dir = setup.cache_dir.clone();
             let deny_read = setup.deny_read.clone();
             runtime.spawn(async move {
-                let state = match connect(&entry.server, &root, cache_dir.as_deref(), &deny_read).await {
-                    Ok(client) => EntryState::Running(Arc::new(client)),
-                    Err(error) => EntryState::Failed(error),
-                };
+                let state =
+                    match connect(&entry.server, &root, cache_dir.as_deref(), &deny_read).await {
+                        Ok(client) => EntryState::Running(Arc::new(client)),
+                        Err(error) => EntryState::Failed(error),
+                    };
                 *lock(&entry.state) = state;
                 settled.send_modify(|n| *n += 1);
             });
