@@ -81,13 +81,17 @@ pub fn build(
     {
         env.push(("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()));
     }
+    finish(env)
+}
+
+/// A default PATH when none was set; then later entries win, as they would in a shell.
+fn finish(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
     if !env.iter().any(|(name, _)| name == "PATH") {
         env.push((
             "PATH".to_owned(),
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
         ));
     }
-    // Later entries win, as they would in a shell.
     let mut seen = std::collections::HashSet::new();
     let mut deduped: Vec<_> = env
         .into_iter()
@@ -98,8 +102,10 @@ pub fn build(
     deduped
 }
 
-/// Variables an `Exact` run takes from the server's environment.
-const EXACT_FROM_HOST: &[&str] = &["PATH", "HOME", "LANG"];
+/// Variables an `Exact` run (and an unconfined server, `host.rs`) takes from the server's
+/// environment: enough to find programs and the user's files, nothing that could hold a
+/// secret.
+pub(crate) const EXACT_FROM_HOST: &[&str] = &["PATH", "HOME", "LANG"];
 
 /// A server's environment (`Environment::Exact`): PATH, HOME and LANG from `host`, TMPDIR at
 /// the private /tmp, then `extra` as given (later entries win), credential-like names
@@ -115,20 +121,7 @@ pub fn build_exact(
         .collect();
     env.push(("TMPDIR".to_owned(), "/tmp".to_owned()));
     env.extend(extra.iter().cloned());
-    if !env.iter().any(|(name, _)| name == "PATH") {
-        env.push((
-            "PATH".to_owned(),
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
-        ));
-    }
-    let mut seen = std::collections::HashSet::new();
-    let mut deduped: Vec<_> = env
-        .into_iter()
-        .rev()
-        .filter(|(name, _)| seen.insert(name.clone()))
-        .collect();
-    deduped.reverse();
-    deduped
+    finish(env)
 }
 
 #[cfg(test)]

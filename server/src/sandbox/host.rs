@@ -85,9 +85,9 @@ pub struct HostCommand {
     pub env: Vec<(String, String)>,
 }
 
-/// The variables of wright's environment an unconfined program inherits: enough to find
-/// programs and the user's files, nothing that could hold a secret.
-pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG"];
+/// The variables of wright's environment an unconfined program inherits: those a sandboxed
+/// server gets.
+pub const PASSED_ENV: &[&str] = super::env::EXACT_FROM_HOST;
 
 /// A started [`HostCommand`]: its pipes, and the guard that ends it.
 pub struct HostProcess {
