@@ -272,3 +272,87 @@ fn a_sandboxed_server_neither_writes_outside_nor_reaches_the_host() {
         "{connected:?}"
     );
 }
+
+/// Over `wright lsp`: a call of an `approve = "ask"` server is asked through
+/// `wright/requestApproval` (kind `mcp`, naming the server, the tool and the arguments).
+/// Denied, the model is told and the server never echoes; allowed, the echo reaches the model;
+/// allowed for the session, the next call is not asked about.
+#[test]
+fn an_ask_server_is_asked_through_the_editor() {
+    if !installed(mcp::npm_available()) {
+        return;
+    }
+    let dir = TempDir::new("mcp-lsp-ask");
+    dir.write("ws/README.md", "a workspace\n");
+    user_config(
+        &dir,
+        &format!("[mcp.servers.everything]\n{}", everything("")),
+    );
+    let provider = ScriptedProvider::start();
+    let messages = ["denied 1f2e", "allowed 2d3c", "always 3b4a", "again 4a5b"];
+    for (n, message) in messages.iter().enumerate() {
+        provider.push(Reply::call(
+            &format!("c{n}"),
+            "mcp__everything__echo",
+            &json!({"message": message}),
+        ));
+    }
+    provider.push(Reply::text("Done."));
+    let mut spawn = wright_tests::session::agent_spawn(&dir, &provider);
+    spawn.env.push((
+        "XDG_CONFIG_HOME".into(),
+        dir.path().join("config").display().to_string(),
+    ));
+    let mut editor = wright_tests::session::start_agent_server(
+        &spawn,
+        json!({"experimental": {"wrightRequestApproval": true}}),
+    );
+    let session = wright_tests::session::run(&mut editor, "echo things");
+    for (message, decision) in messages[..3].iter().zip(["deny", "allow", "allowAlways"]) {
+        let ask = editor.expect("a wright/requestApproval request", |m| {
+            m["method"] == "wright/requestApproval" && m.get("id").is_some()
+        });
+        let params = &ask["params"];
+        assert_eq!(params["kind"], "mcp", "{ask}");
+        assert_eq!(params["sessionId"], session.as_str(), "{ask}");
+        let command = params["command"].as_str().unwrap();
+        assert!(
+            command.starts_with("mcp__everything__echo ") && command.contains(message),
+            "the tool and its arguments: {ask}"
+        );
+        let reason = params["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("`everything`") && reason.contains("approve = \"ask\""),
+            "the server and why: {ask}"
+        );
+        editor.respond(&ask["id"], json!({"decision": decision}));
+    }
+    let finished = wright_tests::session::finished(&mut editor, &session);
+    assert_eq!(finished["status"], "done", "{finished}");
+    assert!(
+        editor
+            .try_take(|m| m["method"] == "wright/requestApproval")
+            .is_none(),
+        "allowed for the session, the fourth call is not asked about"
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(
+        requests[0]
+            .tool_names()
+            .contains(&"mcp__everything__echo".to_owned()),
+        "{:?}",
+        requests[0].tool_names()
+    );
+    let seen = results(&provider);
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert_eq!(
+        seen[0], "not run: the user declined the call of mcp__everything__echo",
+        "{seen:?}"
+    );
+    assert!(!seen[0].contains(messages[0]), "{seen:?}");
+    for (result, message) in seen[1..].iter().zip(&messages[1..]) {
+        assert!(result.contains(message), "{seen:?}");
+    }
+    editor.shutdown();
+}
