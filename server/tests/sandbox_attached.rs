@@ -1,6 +1,7 @@
 //! Attached runs (a server on pipes inside the sandbox): a round trip over stdin and stdout,
-//! no wall time, a read-only workspace with writable paths, the exact environment, and
-//! nothing left once the handle is dropped or the server exits by itself.
+//! no wall time, a read-only workspace with writable paths, the exact environment, a program
+//! installed under the host's /tmp, and nothing left once the handle is dropped or the server
+//! exits by itself.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -141,4 +142,49 @@ fn a_server_that_exits_by_itself_is_reported() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(ended, "exited with status 7");
+}
+
+#[test]
+fn a_program_under_the_hosts_tmp_runs_read_only_and_its_neighbours_stay_hidden() {
+    // The namespace tier, as everywhere here (the landlock tier shares the host's /tmp).
+    let ws = TempDir::new_in(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "attached-tmp-ws",
+    );
+    let installed = TempDir::new_in(std::path::Path::new("/tmp"), "attached-installed");
+    let neighbour = TempDir::new_in(std::path::Path::new("/tmp"), "attached-neighbour");
+    neighbour.write("secret", "no");
+    let program = installed.path().join("bin/server");
+    installed.write(
+        "bin/server",
+        &format!(
+            "#!/bin/sh\nread l\necho \"got $l\"\n\
+             echo x > {dir}/planted 2>/dev/null && echo written || echo refused\n\
+             cat {secret} 2>/dev/null || echo hidden\n",
+            dir = installed.path().display(),
+            secret = neighbour.path().join("secret").display()
+        ),
+    );
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let request = Request {
+        argv: vec![program.display().to_string()],
+        workspace: ws.path().to_owned(),
+        filesystem: Filesystem::ReadOnly,
+        environment: Environment::Exact,
+        readable: wright::sandbox::host_tmp_tree(&program).into_iter().collect(),
+        ..Request::default()
+    };
+    assert_eq!(request.readable, [installed.path()]);
+    let attached = backend().spawn_attached(&request).unwrap();
+    let _handle = attached.handle;
+    let mut stdin = std::fs::File::from(attached.stdin);
+    writeln!(stdin, "hello").unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(attached.stdout), &mut out).unwrap();
+    assert_eq!(out, "got hello\nrefused\nhidden\n");
+    assert!(!installed.path().join("planted").exists());
 }

@@ -190,6 +190,7 @@ impl LocalBackend {
             workspace,
             workspace_writable: !matches!(request.filesystem, Filesystem::ReadOnly),
             extra_writable: request.permissions.extra_writable.clone(),
+            extra_readable: request.readable.clone(),
             cwd,
             layer: None,
             network: effective_network(tier, request.permissions.network),

@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, Report, STATUS_FD, Tier};
+use super::spec::{HelperSpec, Layer, OVERLAY_STAGE, PRIVATE_TMP, Report, STATUS_FD, Tier};
 use super::supervisor::{self, Supervisor};
 use super::{Network, landlock_rules, seccomp};
 
@@ -1075,6 +1075,17 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
     for path in &spec.extra_writable {
         writable.push((path.clone(), clone_tree("cloning a writable path", path)?));
     }
+    // Only those the private /tmp covers: everything else is visible (read-only) already.
+    let mut readable = Vec::new();
+    for path in &spec.extra_readable {
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        if path.starts_with(PRIVATE_TMP) {
+            let tree = clone_tree("cloning a readable tree", path)?;
+            readable.push((path.clone(), tree, meta.is_dir()));
+        }
+    }
     let mut devices = Vec::new();
     for name in DEVICES {
         let path = Path::new("/dev").join(name);
@@ -1146,14 +1157,22 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         nosuid_nodev | libc::MS_NOEXEC,
         "",
     )?;
+    // Before the writable trees, which may lie inside one of these and are attached over it.
+    for (path, tree, is_dir) in readable {
+        make_mount_point(&path, is_dir)?;
+        attach_tree("attaching a readable tree", tree, &path)?;
+        let c = cstring("making a readable tree read-only", &path)?;
+        mount_setattr(
+            "making a readable tree read-only",
+            &c,
+            true,
+            MOUNT_ATTR_RDONLY,
+        )?;
+    }
     // The workspace among them even when read-only: it must stay visible.
     let writable_paths: Vec<PathBuf> = writable.iter().map(|(path, _)| path.clone()).collect();
     for (index, (path, tree)) in writable.into_iter().enumerate() {
-        // Under a tmpfs the mount point must be made; elsewhere it exists already.
-        std::fs::create_dir_all(&path).map_err(|error| Failure {
-            stage: "making a mount point",
-            error,
-        })?;
+        make_mount_point(&path, true)?;
         attach_tree("attaching a writable tree", tree, &path)?;
         // A read-only workspace is still re-attached (one under /tmp would be covered
         // otherwise), then made read-only before the writable paths inside it are attached
@@ -1192,6 +1211,25 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         mount_setattr("hiding a path", &target, false, MOUNT_ATTR_RDONLY)?;
     }
     Ok(())
+}
+
+/// Makes the folder (or, for a file, the empty file) a tree is attached at: under a tmpfs it
+/// must be made; elsewhere it exists already.
+fn make_mount_point(path: &Path, is_dir: bool) -> Step<()> {
+    let made = if is_dir {
+        std::fs::create_dir_all(path)
+    } else {
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| match std::fs::File::create_new(path) {
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                other => other.map(drop),
+            })
+    };
+    made.map_err(|error| Failure {
+        stage: "making a mount point",
+        error,
+    })
 }
 
 /// The empty folder and file hidden paths are covered with (in the sandbox's own /dev).

@@ -288,6 +288,7 @@ impl LocalBackend {
             workspace: workspace.clone(),
             workspace_writable: !matches!(request.filesystem, Filesystem::ReadOnly),
             extra_writable: request.permissions.extra_writable.clone(),
+            extra_readable: request.readable.clone(),
             cwd,
             layer: snapshot_guard.as_ref().map(|s| s.layer()),
             network,

@@ -29,7 +29,7 @@ mod snapshot;
 mod spec;
 mod supervisor;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -171,6 +171,18 @@ pub struct Request {
     pub deny_read: Vec<PathBuf>,
     /// Protected paths the user allowed this run to write (an approved escalation).
     pub unprotected: Vec<PathBuf>,
+    /// Trees of the host's /tmp the command must still see, read-only, through its private
+    /// /tmp (its own program installed there); absolute. See [`host_tmp_tree`].
+    pub readable: Vec<PathBuf>,
+}
+
+/// The tree of the host's /tmp that holds `path` (`/tmp/NAME` for `/tmp/NAME/…`): what a
+/// command needs in [`Request::readable`] to see `path`, which its private /tmp covers.
+/// `None` for a path elsewhere, which the command sees already.
+pub fn host_tmp_tree(path: &Path) -> Option<PathBuf> {
+    let rest = path.strip_prefix(spec::PRIVATE_TMP).ok()?;
+    let first = rest.components().next()?;
+    matches!(first, std::path::Component::Normal(_)).then(|| Path::new(spec::PRIVATE_TMP).join(first))
 }
 
 /// A limit the run hit.

@@ -15,6 +15,9 @@ pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
 /// The setup stage whose failure means overlayfs cannot be used here.
 pub(crate) const OVERLAY_STAGE: &str = "mounting the overlay snapshot";
 
+/// Where the namespace tier mounts the run's private temporary folder, over the host's.
+pub(crate) const PRIVATE_TMP: &str = "/tmp";
+
 /// The file descriptor of the status pipe in the helper.
 pub(crate) const STATUS_FD: i32 = 3;
 
@@ -31,6 +34,8 @@ pub(crate) struct HelperSpec {
     pub workspace_writable: bool,
     /// Further trees the command may write (granted by escalation), besides /tmp.
     pub extra_writable: Vec<PathBuf>,
+    /// Trees of the host's /tmp attached read-only over the private one (`Request::readable`).
+    pub extra_readable: Vec<PathBuf>,
     pub cwd: PathBuf,
     /// The snapshot layer the workspace is seen through; `None` runs in place.
     pub layer: Option<Layer>,

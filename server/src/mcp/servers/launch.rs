@@ -98,6 +98,7 @@ pub fn transport(
             let relative_cwd = cwd.strip_prefix(root).ok().map(Path::to_path_buf);
             let mut argv = vec![command.clone()];
             argv.extend(args.iter().cloned());
+            let readable = readable_trees(&argv, &env, root);
             Ok(Transport::Stdio(Arc::new(Sandboxed {
                 pool,
                 request: Request {
@@ -116,11 +117,46 @@ pub fn transport(
                     env,
                     environment: Environment::Exact,
                     deny_read: deny_read.to_vec(),
+                    readable,
                     ..Request::default()
                 },
             })))
         }
     }
+}
+
+/// A server installed under the host's /tmp (a clone there, a test's folder) would be hidden
+/// by the sandbox's private /tmp: the trees its program and arguments name stay visible,
+/// read-only (the workspace is visible anyway).
+fn readable_trees(argv: &[String], env: &[(String, String)], root: &Path) -> Vec<PathBuf> {
+    let program = argv.first().and_then(|command| on_path(command, env));
+    let mut readable: Vec<PathBuf> = argv
+        .iter()
+        .map(Path::new)
+        .chain(program.as_deref())
+        .filter(|path| !path.starts_with(root))
+        .filter_map(crate::sandbox::host_tmp_tree)
+        .collect();
+    readable.sort();
+    readable.dedup();
+    readable
+}
+
+/// Where a bare program name (`node`) is found: on the `PATH` the server is given, else on
+/// wright's own (which the exact environment passes on).
+fn on_path(command: &str, env: &[(String, String)]) -> Option<PathBuf> {
+    if command.contains('/') {
+        return None;
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.into())
+        .or_else(|| std::env::var_os("PATH"))?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|candidate| candidate.is_file())
 }
 
 /// A stdio server inside the sandbox, attached by its pipes for as long as it lives.
@@ -158,5 +194,30 @@ impl Launch for Sandboxed {
                 _ => "with network",
             }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trees_a_server_names_under_the_hosts_tmp_are_readable_but_not_the_workspaces() {
+        let dir = std::env::temp_dir().join(format!("wright-launch-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("bin/tool"), "").unwrap();
+        let argv = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let root = Path::new("/tmp/ws");
+        let path = vec![("PATH".to_owned(), dir.join("bin").display().to_string())];
+        let found = readable_trees(&argv(&["tool", "/tmp/ws/x", "/usr/lib/y"]), &path, root);
+        let expected = crate::sandbox::host_tmp_tree(&dir).into_iter().collect::<Vec<_>>();
+        assert_eq!(found, expected);
+        let named = readable_trees(
+            &argv(&["/tmp/a/node", "/tmp/a/server.js", "/tmp/b", "/tmp/ws/sub", "/tmp"]),
+            &[],
+            root,
+        );
+        assert_eq!(named, [PathBuf::from("/tmp/a"), PathBuf::from("/tmp/b")]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
