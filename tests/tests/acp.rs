@@ -938,3 +938,81 @@ fn paths_outside_the_root_never_reach_the_client() {
         "{results:?}"
     );
 }
+
+/// The client's `mcpServers` in `session/new`: server-everything over stdio, started sandboxed
+/// for the session; its tools offered to the model by their `mcp__NAME__TOOL` names; each call
+/// asked through `session/request_permission` (a client's servers ask before each call), the
+/// allowed one answered by the server and seen by the model, the rejected one not run.
+#[test]
+fn a_clients_mcp_server_is_asked_before_each_call_and_answers_the_model() {
+    if !available(Sdk::Node) || !wright_tests::mcp::npm_available() {
+        return;
+    }
+    let dir = TempDir::new("acp-mcp");
+    dir.write("ws/README.md", "a workspace\n");
+    let ws = workspace(&dir);
+    let script = wright_tests::mcp::node_dir()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let everything = json!({
+        "name": "everything",
+        "command": wright_tests::mcp::node(),
+        "args": [script, "stdio"],
+        "env": [],
+    });
+    let provider = ScriptedProvider::start();
+    provider.push(call(
+        "e1",
+        "mcp__everything__echo",
+        json!({"message": "a marker 51c2"}),
+    ));
+    provider.push(call(
+        "e2",
+        "mcp__everything__echo",
+        json!({"message": "a second marker"}),
+    ));
+    provider.push(text("Done."));
+    let transcript = scenario(
+        Sdk::Node,
+        &dir,
+        &provider,
+        &json!({
+            "permissions": ["allow_once", "reject_once"],
+            "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": ws, "mcpServers": [everything]},
+                prompt("echo through the server"),
+            ],
+        }),
+    );
+    assert_eq!(
+        transcript.answer("prompt")["stopReason"],
+        "end_turn",
+        "{transcript}"
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3, "{transcript}");
+    let tools = requests[0].tool_names();
+    assert!(
+        tools.iter().any(|t| t == "mcp__everything__echo"),
+        "{tools:?}"
+    );
+    let asked = transcript.requests("session/request_permission");
+    let calls: Vec<&str> = asked
+        .iter()
+        .map(|a| a["toolCall"]["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["e1", "e2"], "{transcript}");
+    let allowed = &requests[1].tool_results()[0];
+    assert!(
+        allowed.contains("Echo: a marker 51c2"),
+        "the server's answer: {allowed}"
+    );
+    let results = requests[2].tool_results();
+    assert_eq!(results.len(), 2, "{results:?}");
+    let rejected = &results[1];
+    assert!(
+        rejected.contains("not run: the user declined the call of mcp__everything__echo")
+            && !rejected.contains("Echo:"),
+        "the rejected call was not run: {rejected}"
+    );
+}

@@ -792,7 +792,9 @@ impl ClientApprover {
         }
     }
 
-    /// Follows the session's `run_command` calls (from the events the client is sent).
+    /// Follows the session's calls that may ask (from the events the client is sent):
+    /// `run_command`, by its command line, and MCP tools, by the line their approval shows
+    /// (the tool's name and its arguments as JSON).
     fn track(&self, event: &AgentEvent) {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         match event {
@@ -800,10 +802,13 @@ impl ClientApprover {
                 id,
                 name,
                 arguments,
-            } if name == "run_command" => {
-                let command = serde_json::from_str::<Value>(arguments)
-                    .ok()
-                    .and_then(|args| args["command"].as_str().map(str::to_owned));
+            } if name == "run_command" || name.starts_with(crate::agent::tools::MCP_PREFIX) => {
+                let arguments = serde_json::from_str::<Value>(arguments).ok();
+                let command = if name == "run_command" {
+                    arguments.and_then(|args| args["command"].as_str().map(str::to_owned))
+                } else {
+                    arguments.map(|args| format!("{name} {args}"))
+                };
                 if let Some(command) = command {
                     running.push((id.clone(), command));
                     self.call_started.notify_all();
