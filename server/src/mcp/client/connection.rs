@@ -319,23 +319,20 @@ impl Client {
 
     /// The protocol version the server agreed to.
     pub fn protocol_version(&self) -> String {
-        self.inner
-            .shared
-            .info
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-            .clone()
+        self.info().0
     }
 
     /// The server's own name for itself (`serverInfo.name`).
     pub fn server_name(&self) -> Option<String> {
+        self.info().1
+    }
+
+    fn info(&self) -> (String, Option<String>) {
         self.inner
             .shared
             .info
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .1
             .clone()
     }
 
