@@ -18,7 +18,8 @@
 //!   command runs joining that turn, a plan turn (no `edit` offered) then a code turn in review,
 //!   one hunk of two accepted and the other rejected from the diff editor's CodeLens (the buffer
 //!   holds exactly the accepted one; the model is told of the other), an approval answered on
-//!   its card in the conversation, and Stop. Its screenshots
+//!   its card in the conversation, and Stop; then "Wright: Show Stats" shows the session's
+//!   counts from its journal as a card with today's bar of kept and undone edits. Its screenshots
 //!   are kept under `target/test-artifacts/vscode/chat/`.
 //!
 //! `first_byte_of_each_follow_up_to_the_chat_view` is ignored: it is `cargo xtask bench chat`'s
@@ -111,6 +112,15 @@ fn find_tools() -> Result<Tools, Vec<String>> {
     } else {
         Err(missing)
     }
+}
+
+/// Today as `wright stats` buckets days: `YYYY-MM-DD` in UTC.
+fn utc_day() -> String {
+    let out = Command::new("date")
+        .args(["-u", "+%F"])
+        .output()
+        .expect("running date");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 fn which(name: &str) -> Option<PathBuf> {
@@ -949,6 +959,7 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_asks_approva
         // Turn 7: the model stalls until the user stops it.
         text(&["Because", " the", " plan", " said so"]).stall_after(2),
     ];
+    let started = utc_day();
     let outcome = run_scenario(
         &tools,
         "chat",
@@ -1081,6 +1092,27 @@ fn the_chat_view_holds_a_conversation_steers_it_plans_reviews_hunks_asks_approva
     assert!(stopped.contains("turn 7 cancelled"), "{stopped}");
     let picker = seen["sessionsPicker"].as_str().unwrap_or_default();
     assert!(picker.contains(wright_tests::provider::TITLE), "{picker}");
+    // "Wright: Show Stats": this session's counts from its journal, and today's bar.
+    // One session of 7 turns; the multi_edit proposed once, one hunk accepted and one
+    // rejected (so applied and rejected), not undone, still in the file: kept.
+    let stats = seen["statsCard"].as_str().unwrap_or_default();
+    assert!(stats.contains("Stats of the last 30 days"), "{stats}");
+    assert!(
+        stats.contains(
+            "All: 1 sessions, 7 turns · edits 1 proposed, 1 applied, 1 rejected, 0 undone, \
+             1 kept"
+        ),
+        "{stats}"
+    );
+    assert!(stats.contains("openai/gpt-4.1: 1 sessions"), "{stats}");
+    let bar = |day: &str| json!(vec![format!("{day}: 1 kept, 0 undone"); 2]);
+    assert!(
+        [&started, &utc_day()]
+            .iter()
+            .any(|day| seen["statsBars"] == bar(day)),
+        "a bar of kept and one of undone edits, for today (UTC): {}",
+        seen["statsBars"]
+    );
 }
 
 /// `cargo xtask bench chat` runs this: follow-ups sent from the chat view, each answer's marker

@@ -439,6 +439,16 @@ async function chatScenario(page, result) {
   result.stopped = await chatShows(frame, "the stopped turn", /turn 7 cancelled/);
   result.sessionsPicker = await frame.locator("#session").innerText();
   await snapshot(page, "7-stopped");
+
+  // "Wright: Show Stats": the journals' counts as a card in the view, with a bar per day.
+  await runCommand(page, "Wright: Show Stats");
+  result.statsCard = await until("the stats card", async () => {
+    const card = frame.locator("#stats");
+    const text = (await card.count()) > 0 ? await card.innerText() : "";
+    return /All: /.test(text) ? text : "";
+  });
+  result.statsBars = await frame.locator("#stats svg.stats-chart rect title").allTextContents();
+  await snapshot(page, "8-stats");
 }
 
 /**
