@@ -175,7 +175,9 @@ fn a_program_under_the_hosts_tmp_runs_read_only_and_its_neighbours_stay_hidden()
         workspace: ws.path().to_owned(),
         filesystem: Filesystem::ReadOnly,
         environment: Environment::Exact,
-        readable: wright::sandbox::host_tmp_tree(&program).into_iter().collect(),
+        readable: wright::sandbox::host_tmp_tree(&program)
+            .into_iter()
+            .collect(),
         ..Request::default()
     };
     assert_eq!(request.readable, [installed.path()]);

@@ -182,7 +182,8 @@ pub struct Request {
 pub fn host_tmp_tree(path: &Path) -> Option<PathBuf> {
     let rest = path.strip_prefix(spec::PRIVATE_TMP).ok()?;
     let first = rest.components().next()?;
-    matches!(first, std::path::Component::Normal(_)).then(|| Path::new(spec::PRIVATE_TMP).join(first))
+    matches!(first, std::path::Component::Normal(_))
+        .then(|| Path::new(spec::PRIVATE_TMP).join(first))
 }
 
 /// A limit the run hit.

@@ -210,10 +210,18 @@ mod tests {
         let root = Path::new("/tmp/ws");
         let path = vec![("PATH".to_owned(), dir.join("bin").display().to_string())];
         let found = readable_trees(&argv(&["tool", "/tmp/ws/x", "/usr/lib/y"]), &path, root);
-        let expected = crate::sandbox::host_tmp_tree(&dir).into_iter().collect::<Vec<_>>();
+        let expected = crate::sandbox::host_tmp_tree(&dir)
+            .into_iter()
+            .collect::<Vec<_>>();
         assert_eq!(found, expected);
         let named = readable_trees(
-            &argv(&["/tmp/a/node", "/tmp/a/server.js", "/tmp/b", "/tmp/ws/sub", "/tmp"]),
+            &argv(&[
+                "/tmp/a/node",
+                "/tmp/a/server.js",
+                "/tmp/b",
+                "/tmp/ws/sub",
+                "/tmp",
+            ]),
             &[],
             root,
         );
