@@ -1,5 +1,6 @@
 //! Tools from MCP servers in a session, through `wright exec` with the scripted provider as
-//! the model: server-everything's `echo` called and its answer in the next request; `wright
+//! the model: server-everything's `echo` called and its answer in the next request, its
+//! `get-tiny-image` seen by the model as an image; `wright
 //! mcp list --json`; a workspace-defined server untrusted until `wright mcp trust`, and again
 //! once its definition changes; `approve = "ask"` headless not run; a hostile Python server
 //! (FastMCP) that, sandboxed, neither writes outside nor reaches a listener on the host.
@@ -117,6 +118,11 @@ fn the_model_calls_everythings_echo_and_sees_its_answer() {
         "mcp__everything__echo",
         &json!({"message": "a marker 7f3a"}),
     ));
+    provider.push(Reply::call(
+        "c2",
+        "mcp__everything__get-tiny-image",
+        &json!({}),
+    ));
     provider.push(Reply::text("Done."));
     exec(&dir, &provider);
     let requests = provider.requests();
@@ -129,6 +135,23 @@ fn the_model_calls_everythings_echo_and_sees_its_answer() {
     );
     let seen = results(&provider);
     assert!(seen.iter().any(|r| r.contains("a marker 7f3a")), "{seen:?}");
+    // The image comes back to the model in a user message after the results (a tool
+    // result carries text only), and the result says so.
+    assert!(
+        seen.last()
+            .is_some_and(|r| r.contains("(image/png shown in the next message)")),
+        "{seen:?}"
+    );
+    let last = requests.last().unwrap().json();
+    let messages = last["messages"].as_array().unwrap();
+    let after = messages.last().unwrap();
+    assert_eq!(after["role"], "user", "{after}");
+    assert!(
+        after["content"][1]["image_url"]["url"]
+            .as_str()
+            .is_some_and(|url| url.starts_with("data:image/png;base64,iVBOR")),
+        "{after}"
+    );
 }
 
 #[test]

@@ -52,6 +52,31 @@ pub struct Image {
     pub data: String,
 }
 
+impl Image {
+    /// Whether providers take it: of a kind they read, not too large, base64.
+    pub fn check(&self) -> Result<(), String> {
+        if !IMAGE_TYPES.contains(&self.media_type.as_str()) {
+            return Err(format!(
+                "an image of type {:?}: expected one of {}",
+                self.media_type,
+                IMAGE_TYPES.join(", ")
+            ));
+        }
+        if self.data.len() > MAX_IMAGE_BASE64 {
+            return Err(format!(
+                "an image of {} KiB (base64): at most {} KiB",
+                self.data.len() / 1024,
+                MAX_IMAGE_BASE64 / 1024
+            ));
+        }
+        let base64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+        if self.data.is_empty() || !self.data.bytes().all(base64) {
+            return Err("an image whose data is not base64".to_owned());
+        }
+        Ok(())
+    }
+}
+
 /// One message of the user's, as a front end hands it over.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UserMessage {
@@ -62,7 +87,7 @@ pub struct UserMessage {
 }
 
 /// The images one message may carry, and the most bytes (base64) of each.
-const MAX_IMAGES: usize = 4;
+pub(crate) const MAX_IMAGES: usize = 4;
 const MAX_IMAGE_BASE64: usize = 7 * 1024 * 1024;
 const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -91,24 +116,7 @@ impl UserMessage {
             ));
         }
         for image in &self.images {
-            if !IMAGE_TYPES.contains(&image.media_type.as_str()) {
-                return Err(format!(
-                    "an image of type {:?}: expected one of {}",
-                    image.media_type,
-                    IMAGE_TYPES.join(", ")
-                ));
-            }
-            if image.data.len() > MAX_IMAGE_BASE64 {
-                return Err(format!(
-                    "an image of {} KiB (base64): at most {} KiB",
-                    image.data.len() / 1024,
-                    MAX_IMAGE_BASE64 / 1024
-                ));
-            }
-            let base64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
-            if image.data.is_empty() || !image.data.bytes().all(base64) {
-                return Err("an image whose data is not base64".to_owned());
-            }
+            image.check()?;
         }
         Ok(())
     }

@@ -584,6 +584,7 @@ impl Session {
 
     /// Runs `calls` in order, consecutive read-only ones together, and appends each result.
     async fn run_tools(&mut self, calls: &[ToolCall], deadline: Instant) -> Result<(), Outcome> {
+        let mut images = Vec::new();
         let mut start = 0;
         while start < calls.len() {
             let read_only = tools::is_read_only(&calls[start].name);
@@ -650,11 +651,51 @@ impl Session {
                 self.tool_event(event);
             }
             for (call, output) in batch.iter().zip(outputs) {
-                self.record(call, output);
+                self.record(call, output, &mut images);
             }
             start = end;
         }
+        // After every result of the step: the results must follow the calls directly.
+        if !images.is_empty() {
+            self.push(Message::User(
+                "The images the tool calls above returned, in order:".to_owned(),
+            ));
+            for image in images {
+                self.push(Message::Image {
+                    media_type: image.media_type,
+                    data: image.data,
+                });
+            }
+        }
         Ok(())
+    }
+
+    /// Keeps the images a call returned for the message after the step's results, up to a
+    /// message's worth, if the model takes images; the result says what became of each.
+    fn take_images(&self, output: &mut ToolOutput, images: &mut Vec<super::conversation::Image>) {
+        for image in std::mem::take(&mut output.images) {
+            let shown = if !self.model.takes_images() {
+                Err("this session's model takes no images".to_owned())
+            } else if images.len() >= super::conversation::MAX_IMAGES {
+                Err(format!(
+                    "a step shows at most {} images",
+                    super::conversation::MAX_IMAGES
+                ))
+            } else {
+                image.check()
+            };
+            match shown {
+                Ok(()) => {
+                    let note = format!("\n({} shown in the next message)", image.media_type);
+                    output.content.push_str(&note);
+                    images.push(image);
+                }
+                Err(why) => {
+                    let note = format!("\n({} not shown: {why})", image.media_type);
+                    output.content.push_str(&note);
+                }
+            }
+        }
     }
 
     /// Masks old outputs once the prompt passes the threshold, and summarises when masking
@@ -703,7 +744,13 @@ impl Session {
         }
     }
 
-    fn record(&mut self, call: &ToolCall, mut output: ToolOutput) {
+    fn record(
+        &mut self,
+        call: &ToolCall,
+        mut output: ToolOutput,
+        images: &mut Vec<super::conversation::Image>,
+    ) {
+        self.take_images(&mut output, images);
         // Output the cap cut stays whole in the artifact store, and the model is told where.
         if let Some(whole) = output.whole.take() {
             match self.compactor.record(call, &whole, output.is_error) {

@@ -166,6 +166,7 @@ fn report(command: &str, output: &CommandOutput) -> ToolOutput {
         changed: Vec::new(),
         whole,
         landed: Vec::new(),
+        images: Vec::new(),
     }
 }
 

@@ -111,6 +111,9 @@ pub struct ToolOutput {
     pub whole: Option<String>,
     /// The files an edit landed, before and after, for the session's journal.
     pub landed: Vec<crate::agent::journal::EditedFile>,
+    /// Images the call returned (an MCP tool's): a model that takes images sees them in a
+    /// message after the step's results, since a tool result carries text only.
+    pub images: Vec<crate::agent::conversation::Image>,
 }
 
 impl ToolOutput {
@@ -121,6 +124,7 @@ impl ToolOutput {
             changed: Vec::new(),
             whole: None,
             landed: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -131,6 +135,7 @@ impl ToolOutput {
             changed: Vec::new(),
             whole: None,
             landed: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

@@ -401,13 +401,7 @@ impl Drop for Servers {
 /// A call's output as the model sees it: text (long text shown head and tail, whole in the
 /// artifacts); an error when the server said so.
 fn rendered(output: CallOutput) -> ToolOutput {
-    let mut text = output.text;
-    if !output.images.is_empty() {
-        text.push_str(&format!(
-            "\n({} image(s) returned; not shown to the model)",
-            output.images.len()
-        ));
-    }
+    let text = output.text;
     let mut result = if output.is_error {
         ToolOutput::error(String::new())
     } else {
@@ -426,6 +420,14 @@ fn rendered(output: CallOutput) -> ToolOutput {
     } else {
         result.content = text;
     }
+    result.images = output
+        .images
+        .into_iter()
+        .map(|image| crate::agent::conversation::Image {
+            media_type: image.mime_type,
+            data: image.data,
+        })
+        .collect();
     result
 }
 
