@@ -190,3 +190,38 @@ fn a_program_under_the_hosts_tmp_runs_read_only_and_its_neighbours_stay_hidden()
     assert_eq!(out, "got hello\nrefused\nhidden\n");
     assert!(!installed.path().join("planted").exists());
 }
+
+#[test]
+fn a_link_planted_in_the_hosts_tmp_is_not_followed_into_a_readable_tree() {
+    let outside = TempDir::new_in(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "attached-link-target",
+    );
+    outside.write("secret", "the link's target");
+    let links = TempDir::new_in(std::path::Path::new("/tmp"), "attached-links");
+    let link = links.path().join("planted");
+    std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+    let request = Request {
+        argv: vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "read l; cat {}/secret 2>/dev/null || echo absent",
+                link.display()
+            ),
+        ],
+        workspace: outside.path().join("ws"),
+        filesystem: Filesystem::ReadOnly,
+        environment: Environment::Exact,
+        // The link itself named as the tree (as if it were the program's folder).
+        readable: vec![link.clone()],
+        ..Request::default()
+    };
+    std::fs::create_dir_all(outside.path().join("ws")).unwrap();
+    let attached = backend().spawn_attached(&request).unwrap();
+    let _handle = attached.handle;
+    writeln!(std::fs::File::from(attached.stdin), "go").unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(attached.stdout), &mut out).unwrap();
+    assert_eq!(out, "absent\n");
+}

@@ -958,6 +958,15 @@ fn mount_setattr(stage: &'static str, path: &CStr, recursive: bool, set: u64) ->
 /// A detached copy of the mount tree at `path` (a bind mount not attached anywhere yet), so it
 /// survives /tmp or /dev being covered and is untouched by the read-only pass.
 fn clone_tree(stage: &'static str, path: &Path) -> Step<i32> {
+    clone_tree_with(stage, path, 0)
+}
+
+/// `clone_tree`, but a symbolic link at `path` itself is refused, not followed.
+fn clone_tree_not_following(stage: &'static str, path: &Path) -> Step<i32> {
+    clone_tree_with(stage, path, libc::AT_SYMLINK_NOFOLLOW as libc::c_uint)
+}
+
+fn clone_tree_with(stage: &'static str, path: &Path, flags: libc::c_uint) -> Step<i32> {
     let path = cstring(stage, path)?;
     // SAFETY: a valid path.
     let fd = unsafe {
@@ -965,7 +974,10 @@ fn clone_tree(stage: &'static str, path: &Path) -> Step<i32> {
             libc::SYS_open_tree,
             libc::AT_FDCWD,
             path.as_ptr(),
-            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | libc::AT_RECURSIVE as libc::c_uint
+                | flags,
         )
     };
     check(stage, fd).map(|fd| fd as i32)
@@ -1076,13 +1088,15 @@ fn build_mount_tree(spec: &HelperSpec) -> Step<()> {
         writable.push((path.clone(), clone_tree("cloning a writable path", path)?));
     }
     // Only those the private /tmp covers: everything else is visible (read-only) already.
+    // Never through a link: anyone may plant one in the host's /tmp, and a tree cloned
+    // through it (of `/`, say) would show what the hidden paths cover, beyond their reach.
     let mut readable = Vec::new();
     for path in &spec.extra_readable {
-        let Ok(meta) = std::fs::metadata(path) else {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
             continue;
         };
-        if path.starts_with(PRIVATE_TMP) {
-            let tree = clone_tree("cloning a readable tree", path)?;
+        if path.starts_with(PRIVATE_TMP) && !meta.file_type().is_symlink() {
+            let tree = clone_tree_not_following("cloning a readable tree", path)?;
             readable.push((path.clone(), tree, meta.is_dir()));
         }
     }
