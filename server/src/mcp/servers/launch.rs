@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::config::{McpServer, Reach};
 use crate::mcp::client::{Launch, Pipes, Transport, Unconfined};
 use crate::sandbox::host::HostCommand;
-use crate::sandbox::{Environment, Filesystem, LocalBackend, Network, Permissions, Request};
+use crate::sandbox::{Environment, Filesystem, Network, Permissions, Request};
 
 /// How to reach `server`, whose stdio process runs in `root` (or its `cwd`); `deny_read`
 /// (`sandbox.deny_read`) is hidden from a sandboxed one, as from commands.
@@ -165,16 +165,11 @@ struct Sandboxed {
     request: Request,
 }
 
-impl Sandboxed {
-    fn backend(&self) -> &LocalBackend {
-        self.pool.backend()
-    }
-}
-
 impl Launch for Sandboxed {
     fn launch(&self) -> std::io::Result<Pipes> {
+        // A zygote prepared ahead when one is idle: a server starts (or restarts) warm.
         let attached = self
-            .backend()
+            .pool
             .spawn_attached(&self.request)
             .map_err(std::io::Error::other)?;
         Ok(Pipes {
