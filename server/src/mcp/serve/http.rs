@@ -72,27 +72,41 @@ pub async fn bind(address: SocketAddr) -> Result<TcpListener, HttpError> {
         .map_err(|source| HttpError::Bind { address, source })
 }
 
-/// The `Host` and `Origin` values a request to `port` on loopback may carry.
-fn config(port: u16) -> StreamableHttpServerConfig {
-    let hosts = ["localhost", "127.0.0.1", "[::1]"];
+/// The `Host` and `Origin` values a request to `bound` (a loopback address) may carry: the
+/// loopback names and the bound address itself (`127.0.0.2`, say, which rmcp compares as
+/// written).
+fn config(bound: SocketAddr) -> StreamableHttpServerConfig {
+    let port = bound.port();
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "[::1]".to_owned(),
+    ];
+    let own = match bound.ip() {
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    if !hosts.contains(&own) {
+        hosts.push(own);
+    }
+    let origins: Vec<String> = ["http", "https"]
+        .iter()
+        .flat_map(|scheme| hosts.iter().map(move |host| format!("{scheme}://{host}:*")))
+        .collect();
     StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts.iter().map(|host| format!("{host}:{port}")))
         // A page served from loopback (any port: the user's own tools, an inspector) may
         // call; a page from anywhere else may not.
-        .with_allowed_origins(
-            ["http", "https"]
-                .iter()
-                .flat_map(|scheme| hosts.iter().map(move |host| format!("{scheme}://{host}:*"))),
-        )
+        .with_allowed_origins(origins)
 }
 
 /// Serves `server` on `listener` until the process ends; each connection on its own task.
 pub async fn serve_http(listener: TcpListener, server: Server) -> std::io::Result<()> {
-    let port = listener.local_addr()?.port();
+    let bound = listener.local_addr()?;
     let service: StreamableHttpService<Server, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
-        config(port),
+        config(bound),
     );
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -143,5 +157,26 @@ mod tests {
         for malformed in ["127.0.0.1", "localhost", "localhost:port", ""] {
             assert!(loopback_address(malformed).is_err(), "{malformed}");
         }
+    }
+
+    #[test]
+    fn the_bound_address_is_an_allowed_host_and_origin_besides_the_loopback_names() {
+        let other = config("127.8.9.10:8765".parse().unwrap());
+        assert_eq!(
+            other.allowed_hosts,
+            [
+                "localhost:8765",
+                "127.0.0.1:8765",
+                "[::1]:8765",
+                "127.8.9.10:8765"
+            ]
+        );
+        assert!(
+            other
+                .allowed_origins
+                .contains(&"http://127.8.9.10:*".to_owned())
+        );
+        let v6 = config("[::1]:9".parse().unwrap());
+        assert_eq!(v6.allowed_hosts, ["localhost:9", "127.0.0.1:9", "[::1]:9"]);
     }
 }
