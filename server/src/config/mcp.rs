@@ -111,14 +111,22 @@ impl McpServer {
 }
 
 /// Whether `name` may name a server: it goes into tool names (`mcp__NAME__TOOL`), which
-/// model providers restrict to these characters.
+/// model providers restrict to these characters. No `__` in it and no `_` at its end, or
+/// two servers' tools could share a name (`a` with `b__c`, `a__b` with `c`).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 32
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !name.contains("__")
+        && !name.ends_with('_')
 }
+
+/// What [`valid_name`] asks, in words.
+pub const NAME_RULE: &str = "a server's name may hold only letters, digits, `_` and `-` (at \
+                             most 32; no `__`, no `_` at the end), since it goes into the \
+                             names of its tools (`mcp__NAME__TOOL`)";
 
 const KNOWN: &[&str] = &[
     "command",
@@ -190,11 +198,7 @@ pub(super) fn read_section(value: &Json, problems: &mut Vec<String>) -> Vec<Tabl
 
 fn read_table(name: &str, value: &Json) -> Result<Table, String> {
     if !valid_name(name) {
-        return Err(
-            "a server's name may hold only letters, digits, `_` and `-` (at most 32), since \
-             it goes into the names of its tools"
-                .to_owned(),
-        );
+        return Err(NAME_RULE.to_owned());
     }
     let Json::Object(map) = value else {
         return Err(format!("expected a table, found {value}"));
@@ -441,6 +445,17 @@ pub(super) fn combine(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_name_that_could_make_two_servers_tools_collide_is_refused() {
+        for good in ["everything", "my-db", "a_b", "x1"] {
+            assert!(valid_name(good), "{good}");
+        }
+        // `a__b` with tool `c` and `a` with tool `b__c` would both be `mcp__a__b__c`.
+        for bad in ["a__b", "a_", "", "a b", "é", &"x".repeat(33)] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+    }
 
     fn tables(value: Json) -> (Vec<Table>, Vec<String>) {
         let mut problems = Vec::new();

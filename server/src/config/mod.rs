@@ -27,7 +27,7 @@ use serde_json::Value as Json;
 
 use crate::files::{self, FileError, Root};
 
-pub use mcp::{Approve, DEFAULT_TIMEOUT_SECS, McpServer, Origin, Reach, valid_name};
+pub use mcp::{Approve, DEFAULT_TIMEOUT_SECS, McpServer, NAME_RULE, Origin, Reach, valid_name};
 pub use merge::Part;
 pub use policy::{ALWAYS_PROTECTED, Fallback, SandboxSettings};
 pub use schema::{KEYS, KeySpec, Kind, Merge, reference};

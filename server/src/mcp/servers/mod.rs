@@ -529,8 +529,8 @@ pub fn from_acp(servers: &Json) -> Result<Vec<McpServer>, String> {
             .ok_or_else(|| format!("mcpServers: a server without a name: {server}"))?;
         if !crate::config::valid_name(name) {
             return Err(format!(
-                "mcpServers: {name:?}: a server's name may hold only letters, digits, `_` and \
-                 `-` (at most 32), since it goes into the names of its tools"
+                "mcpServers: {name:?}: {}",
+                crate::config::NAME_RULE
             ));
         }
         if out.iter().any(|s| s.name == name) {
