@@ -807,7 +807,7 @@ impl ClientApprover {
                 let command = if name == "run_command" {
                     arguments.and_then(|args| args["command"].as_str().map(str::to_owned))
                 } else {
-                    arguments.map(|args| format!("{name} {args}"))
+                    arguments.map(|args| crate::mcp::servers::approval_line(name, &args))
                 };
                 if let Some(command) = command {
                     running.push((id.clone(), command));

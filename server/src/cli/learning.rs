@@ -116,10 +116,12 @@ pub fn export(workspace: &Workspace, options: &ExportOptions) -> anyhow::Result<
         )
     });
     let mut text = String::new();
+    let system = options
+        .chat
+        .then(|| wright::agent::prompt::system_prompt(&workspace.root));
     for session in &sessions {
-        if options.chat {
-            let system = wright::agent::prompt::system_prompt(&workspace.root);
-            let line = trajectories::chat(session, &system, redactor.as_ref());
+        if let Some(system) = &system {
+            let line = trajectories::chat(session, system, redactor.as_ref());
             text.push_str(&line.to_string());
             text.push('\n');
             continue;

@@ -28,18 +28,8 @@ pub struct Check<'a> {
 /// Exit 0: connected (and the call, if any, succeeded); 1: the call failed or returned
 /// `isError`; 2: bad usage, or the server could not be reached or initialized.
 pub fn run(check: Check<'_>) -> anyhow::Result<ExitCode> {
-    let transport = transport(&check)?;
-    // No configuration names the server: messages name it by its URL or program.
-    let name = match &transport {
-        Transport::Http { url, .. } => url.clone(),
-        Transport::Stdio(_) => check
-            .server
-            .iter()
-            .filter(|word| *word != "--")
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" "),
-    };
+    // No configuration names the server: messages name it by its URL or command line.
+    let (transport, name) = transport(&check)?;
     let arguments = match check.args {
         None => serde_json::Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text)
@@ -63,11 +53,12 @@ pub fn run(check: Check<'_>) -> anyhow::Result<ExitCode> {
             None => None,
         };
         client.close().await;
-        report(&client, check.server, check.json, result)
+        report(&client, &name, check.json, result)
     })
 }
 
-fn transport(check: &Check<'_>) -> anyhow::Result<Transport> {
+/// How to reach the server, and its name for messages.
+fn transport(check: &Check<'_>) -> anyhow::Result<(Transport, String)> {
     let server = check.server;
     let first = server.first().map(String::as_str).unwrap_or_default();
     if first == "--" || !(first.starts_with("http://") || first.starts_with("https://")) {
@@ -80,12 +71,13 @@ fn transport(check: &Check<'_>) -> anyhow::Result<Transport> {
         if check.bearer_token_env.is_some() {
             anyhow::bail!("--bearer-token-env is for an HTTP server (a URL)");
         }
-        return Ok(Transport::Stdio(Arc::new(Unconfined(HostCommand {
+        let stdio = Transport::Stdio(Arc::new(Unconfined(HostCommand {
             program: program.clone(),
             args: args.to_vec(),
             cwd: check.root.to_path_buf(),
             env: Vec::new(),
-        }))));
+        })));
+        return Ok((stdio, command.join(" ")));
     }
     if server.len() > 1 {
         anyhow::bail!(
@@ -100,15 +92,16 @@ fn transport(check: &Check<'_>) -> anyhow::Result<Transport> {
                 .with_context(|| format!("--bearer-token-env: ${variable} is not set"))?,
         ),
     };
-    Ok(Transport::Http {
+    let http = Transport::Http {
         url: first.to_owned(),
         bearer_token,
-    })
+    };
+    Ok((http, first.to_owned()))
 }
 
 fn report(
     client: &Client,
-    server: &[String],
+    server: &str,
     json: bool,
     result: Option<Result<CallOutput, wright::mcp::client::McpError>>,
 ) -> anyhow::Result<ExitCode> {
@@ -120,7 +113,7 @@ fn report(
     };
     if json {
         let mut document = json!({
-            "server": client.server_name().unwrap_or_else(|| server.join(" ")),
+            "server": client.server_name().unwrap_or_else(|| server.to_owned()),
             "protocolVersion": client.protocol_version(),
             "tools": tools.iter().map(|tool| json!({
                 "name": tool.name,
@@ -146,7 +139,7 @@ fn report(
         writeln!(
             out,
             "{} (protocol {}): {} tool{}",
-            client.server_name().unwrap_or_else(|| server.join(" ")),
+            client.server_name().unwrap_or_else(|| server.to_owned()),
             client.protocol_version(),
             tools.len(),
             if tools.len() == 1 { "" } else { "s" }

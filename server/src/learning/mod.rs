@@ -31,7 +31,6 @@ pub struct Session {
 /// One landed edit of one file, and what became of it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LandedEdit {
-    pub call_id: String,
     pub tool: String,
     /// The tool call's arguments as the model wrote them (empty when not journaled).
     pub arguments: String,
@@ -128,7 +127,6 @@ impl Session {
                         .unwrap_or_default();
                     let first = landed.len();
                     landed.extend(files.iter().map(|file| LandedEdit {
-                        call_id: call_id.clone(),
                         tool: tool.clone(),
                         arguments: arguments.clone(),
                         file: file.clone(),

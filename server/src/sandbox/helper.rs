@@ -328,9 +328,7 @@ fn run(spec: &HelperSpec, control: i32) -> Step<i32> {
     let (mut timed_out, mut cancelled) = (false, false);
     loop {
         // Without a wall time, poll wakes for the init's end or the control pipe only.
-        let left = deadline.map_or(Duration::from_secs(3600), |deadline| {
-            deadline.saturating_duration_since(Instant::now())
-        });
+        let left = time_left(deadline);
         if left.is_zero() {
             timed_out = true;
             break;
@@ -448,9 +446,7 @@ fn run_without_namespaces(spec: &HelperSpec, control: i32) -> Step<i32> {
             _ => {}
         }
         reap_helpers();
-        let left = deadline.map_or(Duration::from_secs(3600), |deadline| {
-            deadline.saturating_duration_since(Instant::now())
-        });
+        let left = time_left(deadline);
         if left.is_zero() {
             timed_out = true;
             break;
@@ -1243,6 +1239,14 @@ fn make_mount_point(path: &Path, is_dir: bool) -> Step<()> {
     made.map_err(|error| Failure {
         stage: "making a mount point",
         error,
+    })
+}
+
+/// How long to wait for the next event: until the deadline, or (without one) an hour, after
+/// which the loop just looks again.
+fn time_left(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(Duration::from_secs(3600), |deadline| {
+        deadline.saturating_duration_since(Instant::now())
     })
 }
 

@@ -163,10 +163,8 @@ fn report(command: &str, output: &CommandOutput) -> ToolOutput {
     ToolOutput {
         content: out,
         is_error: failed,
-        changed: Vec::new(),
         whole,
-        landed: Vec::new(),
-        images: Vec::new(),
+        ..ToolOutput::default()
     }
 }
 

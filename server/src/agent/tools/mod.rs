@@ -100,7 +100,7 @@ impl ToolContext {
 }
 
 /// What a tool call returns to the model.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
@@ -120,11 +120,7 @@ impl ToolOutput {
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
-            is_error: false,
-            changed: Vec::new(),
-            whole: None,
-            landed: Vec::new(),
-            images: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -132,10 +128,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
-            changed: Vec::new(),
-            whole: None,
-            landed: Vec::new(),
-            images: Vec::new(),
+            ..Self::default()
         }
     }
 }
@@ -374,11 +367,7 @@ pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
     let mut schemas: Vec<ToolSchema> = SPECS
         .iter()
         .filter(|spec| context.offers(spec))
-        .map(|spec| ToolSchema {
-            name: spec.name.to_owned(),
-            description: spec.description.to_owned(),
-            parameters: (spec.parameters)(),
-        })
+        .map(schema)
         .collect();
     if let Some(mcp) = context.mcp.as_ref().filter(|_| !context.in_plan_mode()) {
         schemas.extend(mcp.schemas());
@@ -388,14 +377,15 @@ pub fn schemas(context: &ToolContext) -> Vec<ToolSchema> {
 
 /// Every tool's schema, whatever a session offers: what a fine-tuning export declares.
 pub fn all_schemas() -> Vec<ToolSchema> {
-    SPECS
-        .iter()
-        .map(|spec| ToolSchema {
-            name: spec.name.to_owned(),
-            description: spec.description.to_owned(),
-            parameters: (spec.parameters)(),
-        })
-        .collect()
+    SPECS.iter().map(schema).collect()
+}
+
+fn schema(spec: &Spec) -> ToolSchema {
+    ToolSchema {
+        name: spec.name.to_owned(),
+        description: spec.description.to_owned(),
+        parameters: (spec.parameters)(),
+    }
 }
 
 /// Whether `name` only reads (and may run alongside other reads).

@@ -68,7 +68,7 @@ pub struct Workspace {
     pub walk: WalkOptions,
     /// Where edits land (the disk, atomically, protected paths refused).
     pub edits: Arc<dyn EditTarget>,
-    /// `None` when the sandbox cannot run here: `run_command` then says why.
+    /// `Err(why)` when the sandbox cannot run here: `run_command` then says why.
     pub commands: Result<Commands, String>,
     pub index: IndexSource,
 }
@@ -174,6 +174,7 @@ impl Server {
         }
         let index = if INDEXED.contains(&name) {
             match (self.workspace.index)() {
+                Ok(index) if name == "context" => return context(&index, &arguments),
                 Ok(index) => Some(index),
                 Err(why) if name == "context" => {
                     return ToolOutput::error(format!("no symbol index: {why}"));
@@ -186,9 +187,6 @@ impl Server {
         } else {
             None
         };
-        if name == "context" {
-            return context(index.as_deref(), &arguments);
-        }
         let mut arguments = arguments;
         let commands: Option<Arc<dyn CommandRunner>> = if name == "run_command" {
             let in_place = match arguments.remove("in_place") {
@@ -234,10 +232,7 @@ fn tool(name: &str, description: String, parameters: Json) -> Tool {
 }
 
 /// `context`: what `wright context` prints, for the model on the other side.
-fn context(index: Option<&Index>, arguments: &Map<String, Json>) -> ToolOutput {
-    let Some(index) = index else {
-        return ToolOutput::error("no symbol index");
-    };
+fn context(index: &Index, arguments: &Map<String, Json>) -> ToolOutput {
     let unknown: Vec<&String> = arguments
         .keys()
         .filter(|key| !matches!(key.as_str(), "query" | "budget"))

@@ -1,6 +1,6 @@
 //! How each configured server is reached: a stdio server started in wright's sandbox (the
 //! default: the workspace read-only, only `writable` and a private /tmp to write, no network
-//! unless `network = true`, only PATH, HOME, LANG and its `env` set), or unconfined when the
+//! unless `network = true`, only PATH, HOME, LANG, TMPDIR=/tmp and its `env` set), or unconfined when the
 //! user's own configuration says `sandbox = false`; an HTTP server by its URL, its token
 //! read from the variable the configuration names.
 

@@ -2,7 +2,7 @@
 //! defined when the user allowed it —, and a protocol peer's session), started as the
 //! configuration says (sandboxed by default), their tools offered as `mcp__NAME__TOOL`.
 //!
-//! Every front end opens a session's servers here ([`Servers::start`]), so one place decides
+//! Every front end opens a session's servers here ([`Servers::open`]), so one place decides
 //! which run: a disabled or untrusted server never starts, a server that fails to start is
 //! reported and the session runs without its tools. Calls of an `approve = "ask"` server are
 //! asked through the session's approver (the editor's prompt, ACP's permission request);
@@ -30,6 +30,12 @@ pub use trust::Trust;
 
 /// How long a server may take to start, answer `initialize` and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What an approval of a call shows: the tool's name and its arguments as JSON (a front end
+/// finds the call it belongs to by it).
+pub fn approval_line(tool: &str, arguments: &Json) -> String {
+    format!("{tool} {arguments}")
+}
 
 /// Exactly what a headless call of an `approve = "ask"` server returns.
 pub const APPROVAL_NEEDED: &str = "not run: approval needed (approve = \"ask\")";
@@ -220,11 +226,6 @@ impl Servers {
             .collect()
     }
 
-    /// Whether the session has any server at all.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Every server's state and tools.
     pub fn statuses(&self) -> Vec<Status> {
         self.entries
@@ -310,7 +311,7 @@ impl Servers {
                 server.name
             ),
         };
-        match approver.ask("mcp", &format!("{name} {arguments}"), &reason) {
+        match approver.ask("mcp", &approval_line(name, arguments), &reason) {
             Decision::Allow => Ok(()),
             Decision::AllowAlways => {
                 lock(&self.allowed).insert(name.to_owned());
