@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use super::cgroup::Events;
 use super::local::{
-    PrivateTmp, effective_network, parse_reports, pipe, protected_in_place, send_request,
-    workspace_and_cwd,
+    PrivateTmp, parse_reports, pipe, protected_in_place, send_request, workspace_and_cwd,
 };
-use super::spec::{HelperSpec, Report, Rlimits, Tier};
+use super::spec::Report;
 use super::{Filesystem, LocalBackend, Pool, Prepared, Request, SandboxError, policy};
 
 /// How long the sandbox may take to be set up around an attached run before it is given up.
@@ -171,43 +170,19 @@ impl LocalBackend {
             ));
         }
         let tier = self.tier()?;
-        if let Some(group) = &mut prepared.group {
-            group
-                .set_limits(request.limits.memory_bytes, request.limits.processes)
-                .map_err(SandboxError::Prepare)?;
-        }
+        prepared.limit(request)?;
         let (workspace, cwd) = workspace_and_cwd(request)?;
         let (protected, placeholders) = protected_in_place(request, &workspace, tier);
-        let private_tmp = match tier {
-            Tier::Namespaces => None,
-            Tier::Landlock => Some(PrivateTmp::make().map_err(SandboxError::Prepare)?),
-        };
-        let limits = &request.limits;
+        let private_tmp = PrivateTmp::for_tier(tier)?;
         let memory_by_cgroup = prepared.group.is_some() && self.cgroups().limits_memory();
-        let spec = HelperSpec {
-            argv: request.argv.clone(),
-            env: self.command_env(request, private_tmp.as_ref()),
-            workspace,
-            workspace_writable: !matches!(request.filesystem, Filesystem::ReadOnly),
-            extra_writable: request.permissions.extra_writable.clone(),
-            extra_readable: request.readable.clone(),
-            cwd,
-            layer: None,
-            network: effective_network(tier, request.permissions.network),
-            timeout_ms: None,
-            rlimits: Rlimits {
-                cpu_seconds: None,
-                file_size_bytes: limits.file_size_bytes,
-                processes: limits.processes,
-                address_space_bytes: (!memory_by_cgroup).then_some(limits.memory_bytes),
-            },
-            protected,
-            hidden: self.hidden_paths(request),
-            disk_bytes: None,
-            tmp_bytes: limits.tmp_bytes,
+        let spec = self.helper_spec(
+            request,
             tier,
-            private_tmp: private_tmp.as_ref().map(PrivateTmp::path),
-        };
+            (workspace, cwd),
+            protected,
+            private_tmp.as_ref(),
+            memory_by_cgroup,
+        );
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         let (stdin_r, stdin) = pipe().map_err(SandboxError::Spawn)?;
         let events_before = prepared.group.as_ref().map(|group| group.events());

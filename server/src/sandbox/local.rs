@@ -51,6 +51,16 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Sets the run's memory and process limits on the zygote's group (where there is one).
+    pub(super) fn limit(&mut self, request: &Request) -> Result<(), SandboxError> {
+        match &mut self.group {
+            Some(group) => group
+                .set_limits(request.limits.memory_bytes, request.limits.processes)
+                .map_err(SandboxError::Prepare),
+            None => Ok(()),
+        }
+    }
+
     /// The zygote's process id.
     pub fn pid(&self) -> u32 {
         self.zygote.child.id()
@@ -230,17 +240,52 @@ impl LocalBackend {
         Ok(prepared)
     }
 
+    /// What every run's helper is told, a command's or an attached one's: what it runs and
+    /// sees, its walls and its limits; no layer, wall time, CPU bound or disk bound (a
+    /// command's run sets those).
+    pub(super) fn helper_spec(
+        &self,
+        request: &Request,
+        tier: Tier,
+        (workspace, cwd): (PathBuf, PathBuf),
+        protected: Vec<PathBuf>,
+        private_tmp: Option<&PrivateTmp>,
+        memory_by_cgroup: bool,
+    ) -> HelperSpec {
+        let limits = &request.limits;
+        HelperSpec {
+            argv: request.argv.clone(),
+            env: self.command_env(request, private_tmp),
+            workspace,
+            workspace_writable: !matches!(request.filesystem, Filesystem::ReadOnly),
+            extra_writable: request.permissions.extra_writable.clone(),
+            extra_readable: request.readable.clone(),
+            cwd,
+            layer: None,
+            network: effective_network(tier, request.permissions.network),
+            timeout_ms: None,
+            rlimits: Rlimits {
+                cpu_seconds: None,
+                file_size_bytes: limits.file_size_bytes,
+                processes: limits.processes,
+                address_space_bytes: (!memory_by_cgroup).then_some(limits.memory_bytes),
+            },
+            protected,
+            hidden: self.hidden_paths(request),
+            disk_bytes: None,
+            tmp_bytes: limits.tmp_bytes,
+            tier,
+            private_tmp: private_tmp.map(PrivateTmp::path),
+        }
+    }
+
     /// Runs `request` through a prepared zygote, which can serve further runs afterwards.
     pub fn run_prepared(
         &self,
         prepared: &mut Prepared,
         request: &Request,
     ) -> Result<Outcome, SandboxError> {
-        if let Some(group) = &mut prepared.group {
-            group
-                .set_limits(request.limits.memory_bytes, request.limits.processes)
-                .map_err(SandboxError::Prepare)?;
-        }
+        prepared.limit(request)?;
         let started = Instant::now();
         let tier = self.tier()?;
         if tier == Tier::Landlock && matches!(request.filesystem, Filesystem::Snapshot(_)) {
@@ -277,38 +322,24 @@ impl LocalBackend {
             (Vec::new(), policy::Placeholders::none())
         };
         let disk_bytes = (!in_place).then_some(limits.disk_bytes);
-        let private_tmp = match tier {
-            Tier::Namespaces => None,
-            Tier::Landlock => Some(PrivateTmp::make().map_err(SandboxError::Prepare)?),
-        };
-        let network = effective_network(tier, request.permissions.network);
-        let spec = HelperSpec {
-            argv: request.argv.clone(),
-            env: self.command_env(request, private_tmp.as_ref()),
-            workspace: workspace.clone(),
-            workspace_writable: !matches!(request.filesystem, Filesystem::ReadOnly),
-            extra_writable: request.permissions.extra_writable.clone(),
-            extra_readable: request.readable.clone(),
-            cwd,
-            layer: snapshot_guard.as_ref().map(|s| s.layer()),
-            network,
-            timeout_ms: Some(limits.timeout.as_millis() as u64),
-            rlimits: Rlimits {
-                cpu_seconds: Some(limits.cpu_seconds()),
-                // One file can never pass the disk bound alone.
-                file_size_bytes: disk_bytes.map_or(limits.file_size_bytes, |disk| {
-                    disk.min(limits.file_size_bytes)
-                }),
-                processes: limits.processes,
-                address_space_bytes: (!memory_by_cgroup).then_some(limits.memory_bytes),
-            },
-            protected,
-            hidden: self.hidden_paths(request),
-            disk_bytes,
-            tmp_bytes: limits.tmp_bytes,
+        let private_tmp = PrivateTmp::for_tier(tier)?;
+        let mut spec = self.helper_spec(
+            request,
             tier,
-            private_tmp: private_tmp.as_ref().map(PrivateTmp::path),
-        };
+            (workspace.clone(), cwd),
+            protected,
+            private_tmp.as_ref(),
+            memory_by_cgroup,
+        );
+        let network = spec.network;
+        spec.layer = snapshot_guard.as_ref().map(|s| s.layer());
+        spec.timeout_ms = Some(limits.timeout.as_millis() as u64);
+        spec.rlimits.cpu_seconds = Some(limits.cpu_seconds());
+        // One file can never pass the disk bound alone.
+        spec.rlimits.file_size_bytes = disk_bytes.map_or(limits.file_size_bytes, |disk| {
+            disk.min(limits.file_size_bytes)
+        });
+        spec.disk_bytes = disk_bytes;
         let json = serde_json::to_vec(&spec).map_err(|e| SandboxError::Prepare(e.into()))?;
         let events_before = prepared.group.as_ref().map(RunGroup::events);
         // host path: the null device, the command's stdin.
@@ -654,11 +685,17 @@ impl PrivateTmp {
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Self(path))
     }
-}
 
-impl PrivateTmp {
     pub(super) fn path(&self) -> std::path::PathBuf {
         self.0.clone()
+    }
+
+    /// The landlock tier's stand-in for a private /tmp; the namespace tier mounts its own.
+    pub(super) fn for_tier(tier: Tier) -> Result<Option<Self>, SandboxError> {
+        match tier {
+            Tier::Namespaces => Ok(None),
+            Tier::Landlock => Self::make().map(Some).map_err(SandboxError::Prepare),
+        }
     }
 }
 
