@@ -18,6 +18,10 @@ use crate::sandbox::{
     SharedSnapshot,
 };
 
+/// How the refusal of a command that needed the user's approval and did not get it begins
+/// (`wright stats` counts them by it).
+pub const NOT_RUN: &str = "not run: ";
+
 /// What the user answers when a command needs more than the sandbox allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -153,11 +157,11 @@ impl SandboxRunner {
             format!("the configuration asks for approval of commands matching `{pattern}`");
         let Some(approver) = &self.approver else {
             return Err(format!(
-                "not run: {reason}, and this session cannot ask the user"
+                "{NOT_RUN}{reason}, and this session cannot ask the user"
             ));
         };
         match approver.ask("command", command, &reason) {
-            Decision::Deny => Err(format!("not run: {reason}, and the user did not allow it")),
+            Decision::Deny => Err(format!("{NOT_RUN}{reason}, and the user did not allow it")),
             Decision::Allow => Ok(()),
             Decision::AllowAlways => {
                 self.approved
@@ -195,7 +199,7 @@ impl SandboxRunner {
                     approver.ask("fallback", command, &reason)
                 });
                 if decision == Decision::Deny {
-                    return Err(format!("not run: {reason}, and the user did not allow it"));
+                    return Err(format!("{NOT_RUN}{reason}, and the user did not allow it"));
                 }
                 self.pool.backend().allow_fallback(true);
                 self.runtime

@@ -13,8 +13,6 @@ use crate::llm::{Message, ToolCall};
 
 /// The tools whose calls are edits.
 pub const EDIT_TOOLS: &[&str] = &["edit", "multi_edit", "apply_patch", "write_file"];
-/// The tools whose calls run commands.
-pub const COMMAND_TOOLS: &[&str] = &["run_command", "run_tests"];
 
 /// A session as read back for measuring: its record, and the lines that are not history.
 pub struct Session {

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{COMMAND_TOOLS, EDIT_TOOLS, Session};
+use super::{EDIT_TOOLS, Session};
 use crate::agent::events::ToolEvent;
 use crate::agent::journal::Line;
+use crate::agent::sandboxed::NOT_RUN;
+use crate::agent::tools::{COMMAND_TOOLS, COULD_NOT_RUN};
 use crate::llm::Usage;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -93,7 +95,7 @@ impl Counts {
             .iter()
             .filter(|id| {
                 session.results.get(**id).is_some_and(|(is_error, text)| {
-                    *is_error && text.contains("could not run: not run: ")
+                    *is_error && text.contains(&format!("{COULD_NOT_RUN}{NOT_RUN}"))
                 })
             })
             .count() as u64;

@@ -35,6 +35,10 @@ pub struct CommandOutput {
     pub changes: Vec<String>,
 }
 
+/// What follows the command line in a result when the command did not run at all (the
+/// journals' readers look for it).
+pub const COULD_NOT_RUN: &str = "could not run: ";
+
 /// Runs shell commands for the agent: the sandbox in the product, scripted ones in tests.
 pub trait CommandRunner: Send + Sync {
     /// Runs `command` with `sh -c` in the workspace, for at most `timeout`; returns early,
@@ -115,7 +119,7 @@ fn run(context: &ToolContext, command: &str, timeout: Duration) -> Result<Comman
     } else {
         runner.run(command, timeout, &context.cancel)
     };
-    ran.map_err(|why| Failure::Refused(format!("{command}: could not run: {why}")))
+    ran.map_err(|why| Failure::Refused(format!("{command}: {COULD_NOT_RUN}{why}")))
 }
 
 /// The model's view of a finished command: its status first, then capped output; the whole

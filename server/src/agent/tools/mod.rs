@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value as Json, json};
 
-pub use commands::{CommandOutput, CommandRunner};
+pub use commands::{COULD_NOT_RUN, CommandOutput, CommandRunner};
 pub use mentions::{Attachment, attachments};
 pub use plan::{PlanStep, StepStatus};
 pub use write::{EditTarget, Protection, check_inside};
@@ -68,6 +68,9 @@ pub trait McpTools: Send + Sync {
 
 /// The prefix of every MCP server's tool.
 pub const MCP_PREFIX: &str = "mcp__";
+
+/// The tools whose calls run commands (in the sandbox).
+pub const COMMAND_TOOLS: &[&str] = &["run_command", "run_tests"];
 
 /// The tools of plan mode: they read, keep the plan, and run commands whose writes are
 /// thrown away.
