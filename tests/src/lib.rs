@@ -7,6 +7,7 @@
 //! so a hung server fails the test instead of hanging it.
 
 pub mod first_byte;
+pub mod installed;
 pub mod mcp;
 pub mod provider;
 pub mod recovery;

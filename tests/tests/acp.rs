@@ -10,11 +10,12 @@
 //! they are skipped, except under `CI`, where a missing install fails them.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wright_tests::installed::{self, editors, repository};
 use wright_tests::provider::{Dialect, Reply, ScriptedProvider, Turn};
 use wright_tests::session::agent_spawn;
 use wright_tests::{TempDir, wright_bin};
@@ -33,21 +34,9 @@ enum Sdk {
     Python,
 }
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is inside the repository")
-        .to_path_buf()
-}
-
-fn editors() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| repository().join("target"), PathBuf::from)
-        .join("editors")
-}
-
-/// The install is current when the pin file it was made from is the one in `tests/acp/`.
-fn installed(sdk: Sdk) -> bool {
+/// Whether `sdk`'s library is installed at its pinned version; outside CI a missing install
+/// skips the test, saying so.
+fn available(sdk: Sdk) -> bool {
     let (pin, copy) = match sdk {
         Sdk::Node => (
             "package-lock.json",
@@ -58,26 +47,11 @@ fn installed(sdk: Sdk) -> bool {
             editors().join("acp-venv/wright-requirements.txt"),
         ),
     };
-    let wanted = std::fs::read(repository().join("tests/acp").join(pin)).expect("the pin file");
-    std::fs::read(copy).is_ok_and(|have| have == wanted)
-}
-
-/// Whether `sdk` can run here; outside CI a missing install skips the test, saying so.
-fn available(sdk: Sdk) -> bool {
-    if installed(sdk) {
-        return true;
-    }
-    let message = format!(
-        "the {sdk:?} ACP client library is not installed (or not at the pinned version) under \
-         {}: run `cargo xtask e2e acp --install`",
-        editors().display()
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{message} (CI must install it first)"
-    );
-    eprintln!("skipped: {message}");
-    false
+    installed::available(
+        installed::current("tests/acp", pin, &copy),
+        &format!("the {sdk:?} ACP client library is"),
+        "cargo xtask e2e acp --install",
+    )
 }
 
 fn node() -> PathBuf {

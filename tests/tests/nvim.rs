@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use wright_tests::installed::repository;
 use wright_tests::provider::{Dialect, Fault, Reply, ScriptedProvider, Turn};
 use wright_tests::{TempDir, wright_bin};
 
@@ -24,13 +25,6 @@ const NVIM_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// One Neovim at a time: each runs a server too, and the machine has few cores.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is inside the repository")
-        .to_path_buf()
-}
 
 /// The Neovim to test with, or `None` (after saying so) when it is not installed outside CI.
 fn nvim() -> Option<PathBuf> {

@@ -38,6 +38,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wright_tests::installed::repository;
 use wright_tests::provider::{Dialect, Fault, Reply, ScriptedProvider, Turn};
 use wright_tests::{TempDir, wright_bin};
 
@@ -66,13 +67,6 @@ struct Tools {
     playwright: PathBuf,
     chromium: PathBuf,
     npm: PathBuf,
-}
-
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is inside the repository")
-        .to_path_buf()
 }
 
 /// `target/editors`: the test executable is `target/<profile>/deps/vscode-…`.
