@@ -16,6 +16,8 @@
 //! request: the tool, from its `toolCall` to its `toolResult` as the client saw them, and the
 //! harness around it), and the tail (the last reply to the end). The sandboxed test run is
 //! set against the same `cargo test` run bare on the same files, in the same invocation.
+//!
+//! Runs from a release build, handed over like `bench index`.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -254,6 +256,9 @@ struct Timeline {
     tools: Vec<ToolSpan>,
 }
 
+/// One part of a [`Breakdown`], for the report's rows.
+type Part = fn(&Breakdown) -> f64;
+
 /// Where one session's time went, in milliseconds.
 #[derive(Clone, Copy, Default)]
 struct Breakdown {
@@ -395,9 +400,8 @@ struct Toolchain {
 impl Toolchain {
     fn from_env() -> anyhow::Result<Self> {
         let home = PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?);
-        let var = |name: &str, default: PathBuf| {
-            std::env::var_os(name).map_or(default, PathBuf::from)
-        };
+        let var =
+            |name: &str, default: PathBuf| std::env::var_os(name).map_or(default, PathBuf::from);
         Ok(Self {
             path: std::env::var("PATH").context("PATH is not set")?,
             cargo_home: var("CARGO_HOME", home.join(".cargo")),
@@ -412,7 +416,10 @@ impl Toolchain {
         let mut env = vec![
             ("PATH".to_owned(), self.path.clone()),
             ("HOME".to_owned(), home.display().to_string()),
-            ("CARGO_HOME".to_owned(), self.cargo_home.display().to_string()),
+            (
+                "CARGO_HOME".to_owned(),
+                self.cargo_home.display().to_string(),
+            ),
             (
                 "RUSTUP_HOME".to_owned(),
                 self.rustup_home.display().to_string(),
@@ -438,10 +445,7 @@ fn example_workspace(dir: &TempDir) -> anyhow::Result<PathBuf> {
 }
 
 /// The task through `wright exec`: process start to exit; the tools from its stderr.
-fn exec_session(
-    steps: &[Step],
-    toolchain: &Toolchain,
-) -> anyhow::Result<(Timeline, String, Duration)> {
+fn exec_session(steps: &[Step], toolchain: &Toolchain) -> anyhow::Result<(Timeline, String)> {
     let dir = TempDir::new("bench-e2e-exec");
     let ws = example_workspace(&dir)?;
     let (provider, _, _) = provider_with_script(steps);
@@ -491,8 +495,7 @@ fn exec_session(
         stream_ends: provider.stream_ends(),
         tools,
     };
-    let scripted_time = scripted_model_time(steps);
-    Ok((timeline, text, scripted_time))
+    Ok((timeline, text))
 }
 
 fn scripted_model_time(steps: &[Step]) -> Duration {
@@ -718,7 +721,10 @@ fn apply_edit(
         }
         let (version, text) = buffers.get_mut(&uri).context("the buffer")?;
         if !document["version"].is_null() && document["version"] != *version {
-            bail!("an edit for version {} of a buffer at {version}", document["version"]);
+            bail!(
+                "an edit for version {} of a buffer at {version}",
+                document["version"]
+            );
         }
         *text = apply_text_edits(text, &change["edits"]);
         *version += 1;
@@ -757,7 +763,11 @@ fn bare_test_run(toolchain: &Toolchain, library: &str) -> anyhow::Result<f64> {
     Ok(took)
 }
 
-pub fn run(args: &[String]) -> anyhow::Result<String> {
+/// Runs from a release build (handed over like `bench index`): the figure is what a user's
+/// `wright` adds, and a debug build spends seconds where a release one spends milliseconds
+/// (the tokenizer's tables, regex compilation). `None` when handed over (the release build
+/// recorded the section).
+pub fn run(args: &[String]) -> anyhow::Result<Option<String>> {
     let mut rounds = 3;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -771,39 +781,50 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
     if rounds == 0 {
         bail!("--rounds must be at least 1\n{USAGE}");
     }
-    super::shared::build_wright_debug()?;
+    if cfg!(debug_assertions) {
+        return super::shared::hand_over_to_release("e2e", args).map(|()| None);
+    }
     let toolchain = Toolchain::from_env()?;
     let steps = script();
-    let (exec_rounds, lsp_rounds, bare_runs, starts) =
-        measure(&steps, &toolchain, rounds)?;
-    Ok(report(&steps, &exec_rounds, &lsp_rounds, &bare_runs, &starts))
+    let measured = measure(&steps, &toolchain, rounds)?;
+    Ok(Some(report(&steps, &measured)))
+}
+
+/// Every round's figures.
+struct Measured {
+    exec: Vec<Breakdown>,
+    lsp: Vec<Breakdown>,
+    /// The bare test runs, in milliseconds.
+    bare: Vec<f64>,
+    starts: Vec<ServerStart>,
 }
 
 /// Each round: the task through `wright exec`, through the editor, and the bare test run.
-#[allow(clippy::type_complexity)]
-fn measure(
-    steps: &[Step],
-    toolchain: &Toolchain,
-    rounds: usize,
-) -> anyhow::Result<(Vec<Breakdown>, Vec<Breakdown>, Vec<f64>, Vec<ServerStart>)> {
-    let (mut exec, mut lsp, mut bare, mut starts) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+fn measure(steps: &[Step], toolchain: &Toolchain, rounds: usize) -> anyhow::Result<Measured> {
+    let scripted = scripted_model_time(steps);
+    let mut measured = Measured {
+        exec: Vec::new(),
+        lsp: Vec::new(),
+        bare: Vec::new(),
+        starts: Vec::new(),
+    };
     for round in 1..=rounds {
         eprintln!("bench e2e: round {round} of {rounds}");
-        let (timeline, exec_text, scripted) = exec_session(steps, toolchain)?;
+        let (timeline, exec_text) = exec_session(steps, toolchain)?;
         check_model_time(&timeline, scripted)?;
-        exec.push(analyse(&timeline, steps.len())?);
+        measured.exec.push(analyse(&timeline, steps.len())?);
         let (timeline, lsp_text, start) = lsp_session(steps, toolchain)?;
-        lsp.push(analyse(&timeline, steps.len())?);
-        starts.push(start);
+        check_model_time(&timeline, scripted)?;
+        measured.lsp.push(analyse(&timeline, steps.len())?);
+        measured.starts.push(start);
         if lsp_text != exec_text {
             bail!(
                 "the editor's buffer and wright exec's file differ:\n{lsp_text}\n---\n{exec_text}"
             );
         }
-        bare.push(bare_test_run(toolchain, &exec_text)?);
+        measured.bare.push(bare_test_run(toolchain, &exec_text)?);
     }
-    Ok((exec, lsp, bare, starts))
+    Ok(measured)
 }
 
 /// The provider's streams took at least what the script says (its sleeps never run short),
@@ -838,18 +859,22 @@ fn median(values: &[f64]) -> f64 {
     sorted[sorted.len() / 2]
 }
 
-fn report(
-    steps: &[Step],
-    exec_rounds: &[Breakdown],
-    lsp_rounds: &[Breakdown],
-    bare_runs: &[f64],
-    starts: &[ServerStart],
-) -> String {
+fn report(steps: &[Step], measured: &Measured) -> String {
+    let Measured {
+        exec: exec_rounds,
+        lsp: lsp_rounds,
+        bare: bare_runs,
+        starts,
+    } = measured;
     let (exec, lsp) = (median_round(exec_rounds), median_round(lsp_rounds));
     let count = |kind: ToolKind| {
         steps
             .iter()
-            .filter(|step| step.call.as_ref().is_some_and(|(name, _)| kind_of(name) == kind))
+            .filter(|step| {
+                step.call
+                    .as_ref()
+                    .is_some_and(|(name, _)| kind_of(name) == kind)
+            })
             .count()
     };
     let (reads, edits) = (count(ToolKind::Read), count(ToolKind::Edit));
@@ -872,7 +897,7 @@ fn report(
          provider on 127.0.0.1: each reply {} ms to its first byte, then one SSE event per token \
          {} ms apart (50 tokens/s); {tokens} tokens in {} replies. The model's own time is the \
          provider's: each request's arrival to its stream's last byte, summed (the script's \
-         figure: {scripted_time:.0} ms). Debug build of `wright`; {rounds} sessions per front \
+         figure: {scripted_time:.0} ms). Release build of `wright`; {rounds} sessions per front \
          end, in turns; each figure below is from the session of median ratio.\n",
         steps.len(),
         FIRST_BYTE.as_millis(),
@@ -900,7 +925,11 @@ fn report(
             figures.model,
             figures.ratio(),
             each.join(", "),
-            if figures.ratio() <= TARGET { "yes" } else { "no" },
+            if figures.ratio() <= TARGET {
+                "yes"
+            } else {
+                "no"
+            },
         );
     }
     let _ = writeln!(
@@ -910,14 +939,24 @@ fn report(
          saw them):\n\n\
          | share of the wall time | `wright exec` | editor session |\n|---|---:|---:|"
     );
-    let share = |value: f64, of: &Breakdown| format!("{value:.0} ms ({:.1}%)", 100.0 * value / of.model);
-    let rows: [(&str, fn(&Breakdown) -> f64); 6] = [
-        ("start-up: process start (editor: `agentRun` sent) to the first model request", |b| b.startup),
+    let share =
+        |value: f64, of: &Breakdown| format!("{value:.0} ms ({:.1}%)", 100.0 * value / of.model);
+    let rows: [(&str, Part); 6] = [
+        (
+            "start-up: process start (editor: `agentRun` sent) to the first model request",
+            |b| b.startup,
+        ),
         ("tools: the reads", |b| b.reads),
-        ("tools: the edits (editor: `workspace/applyEdit`, the buffer's `didChange`, the answer)", |b| b.edits),
+        (
+            "tools: the edits (editor: `workspace/applyEdit`, the buffer's `didChange`, the answer)",
+            |b| b.edits,
+        ),
         ("tools: the sandboxed test run", |b| b.test_run),
         ("harness: the rest of the step gaps", |b| b.harness),
-        ("tail: the last reply's end to exit (editor: to `finished`)", |b| b.tail),
+        (
+            "tail: the last reply's end to exit (editor: to `finished`)",
+            |b| b.tail,
+        ),
     ];
     let _ = writeln!(
         body,
@@ -951,7 +990,8 @@ fn report(
         exec.test_run - bare,
         lsp.test_run - bare,
     );
-    let start = |pick: fn(&ServerStart) -> f64| median(&starts.iter().map(pick).collect::<Vec<_>>());
+    let start =
+        |pick: fn(&ServerStart) -> f64| median(&starts.iter().map(pick).collect::<Vec<_>>());
     let _ = writeln!(
         body,
         "\nThe editor's server start, before the task (median of {}, from the process spawned): \

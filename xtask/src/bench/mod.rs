@@ -39,7 +39,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "compaction" => compaction::run(&args[1..])?,
         "agent" => agent::run(&args[1..])?,
         "chat" => chat::run(&args[1..])?,
-        "e2e" => e2e::run(&args[1..])?,
+        "e2e" => match e2e::run(&args[1..])? {
+            Some(body) => body,
+            None => return Ok(()),
+        },
         "load" => load::run(&args[1..])?,
         "recovery" => recovery::run(&args[1..])?,
         "local" => local::run(&args[1..])?,
