@@ -531,6 +531,9 @@ struct State {
     /// When the first byte of each scripted reply's stream was written (a benchmark's clock:
     /// wall time, so another process, an editor, can stamp what it saw against it).
     first_bytes: Vec<SystemTime>,
+    /// When the last byte of each scripted reply's stream was written whole (a benchmark's
+    /// clock: from its request's `received` to here is the time the model itself took).
+    stream_ends: Vec<Instant>,
 }
 
 struct Shared {
@@ -636,6 +639,12 @@ impl ScriptedProvider {
     /// When each streamed scripted reply (title calls aside) began, in the order they did.
     pub fn first_bytes(&self) -> Vec<SystemTime> {
         self.shared.state.lock().unwrap().first_bytes.clone()
+    }
+
+    /// When each streamed scripted reply (title calls aside) was sent whole, in the order
+    /// they were: streams cut, stalled or hung up on are not here.
+    pub fn stream_ends(&self) -> Vec<Instant> {
+        self.shared.state.lock().unwrap().stream_ends.clone()
     }
 }
 
@@ -885,7 +894,18 @@ fn send_reply(writer: &mut TcpStream, reader: &TcpStream, reply: &Reply, shared:
             }
         }
     }
-    let finished = writer.write_all(b"0\r\n\r\n").is_ok();
+    let finished = writer
+        .write_all(b"0\r\n\r\n")
+        .and_then(|()| writer.flush())
+        .is_ok();
+    if finished && !reply.untracked {
+        shared
+            .state
+            .lock()
+            .unwrap()
+            .stream_ends
+            .push(Instant::now());
+    }
     record(if finished {
         Outcome::Completed
     } else {

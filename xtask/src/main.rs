@@ -33,6 +33,10 @@ tasks:
                    writes docs/benchmarks.md
   bench agent      the agent harness's overhead per step over a 100-step session on an
                    instant model, and its peak memory; writes docs/benchmarks.md
+  bench e2e        a 20-step task (reads, edits, a sandboxed test run) through `wright exec`
+                   and an editor session against the scripted model's own streaming time
+                   (300 ms to the first token, 50 tokens/s) [--rounds N]; writes
+                   docs/benchmarks.md
   bench load       editor-request p99 with 1, 8 and 32 agent sessions running against
                    none [--requests N]; writes docs/benchmarks.md
   bench recovery   time from a restart after kill -9 to the first answer, the index

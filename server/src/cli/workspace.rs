@@ -368,6 +368,9 @@ pub async fn exec(
     use wright::agent::launch::{self, Begin, Plan, Prepared};
     use wright::agent::{self, Cancel, FinalStatus, disk::DiskTarget};
 
+    // The session's first count (the retrieved context's budget) needs the tokenizer, a few
+    // hundred milliseconds to build: built meanwhile, beside the index, not after it.
+    let _ = wright::llm::tokens::warm_in_background();
     let env = |var: &str| std::env::var(var).ok();
     let data_dir = config::data_dir(&env)?;
     let prepared = Prepared::prepare(Plan {

@@ -15,6 +15,15 @@ pub fn count(text: &str) -> usize {
         .len()
 }
 
+/// Builds the encoder on a thread of its own, for a front end that will count soon but has
+/// other work first: `wright exec` builds its index meanwhile, where the session's first
+/// count (the retrieved context's budget) would otherwise wait for the build after it.
+pub fn warm_in_background() -> std::thread::JoinHandle<()> {
+    std::thread::spawn(|| {
+        tiktoken_rs::o200k_base_singleton();
+    })
+}
+
 /// Framing each message adds beyond its text (role, separators), as OpenAI documents it.
 const PER_MESSAGE: usize = 4;
 
@@ -68,6 +77,19 @@ mod tests {
         let n = count(code);
         assert!((8..=30).contains(&n), "{n}");
         assert_eq!(count(code), n);
+    }
+
+    #[test]
+    fn a_warmed_encoder_counts_as_a_cold_one() {
+        let code = "fn main() { println!(\"hello\"); }";
+        warm_in_background().join().expect("the warm-up thread");
+        assert_eq!(
+            count(code),
+            tiktoken_rs::o200k_base()
+                .unwrap()
+                .encode_ordinary(code)
+                .len()
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod agent;
 mod chat;
 mod compaction;
+mod e2e;
 mod edit;
 mod front_ends;
 mod index;
@@ -27,7 +28,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let Some(name) = args.first() else {
         bail!(
             "which bench? `retrieval`, `edit`, `index`, `llm`, `compaction`, `agent`, `chat`, \
-             `load`, `recovery`, `local` or `sandbox`"
+             `e2e`, `load`, `recovery`, `local` or `sandbox`"
         );
     };
     let command = format!("cargo xtask bench {}", args.join(" "));
@@ -38,6 +39,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "compaction" => compaction::run(&args[1..])?,
         "agent" => agent::run(&args[1..])?,
         "chat" => chat::run(&args[1..])?,
+        "e2e" => match e2e::run(&args[1..])? {
+            Some(body) => body,
+            None => return Ok(()),
+        },
         "load" => load::run(&args[1..])?,
         "recovery" => recovery::run(&args[1..])?,
         "local" => local::run(&args[1..])?,
@@ -53,7 +58,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         other => {
             bail!(
                 "no bench named {other:?}; there are `retrieval`, `edit`, `index`, `llm`, \
-                 `compaction`, `agent`, `chat`, `load`, `recovery`, `local` and `sandbox`"
+                 `compaction`, `agent`, `chat`, `e2e`, `load`, `recovery`, `local` and `sandbox`"
             )
         }
     };
