@@ -132,6 +132,9 @@ pub struct Compactor {
     estimate: mask::Estimate,
 }
 
+/// Tools whose outputs are command or test output, and so have signals (the agent's
+/// `tools::COMMAND_TOOLS`; compaction sits below the agent and cannot import it).
+const COMMAND_TOOLS: &[&str] = &["run_command", "run_tests"];
 /// Tools that change the file their `path` argument names (`apply_patch` names its files in
 /// the patch).
 const EDIT_TOOLS: &[&str] = &["edit", "multi_edit", "write_file"];
@@ -185,8 +188,7 @@ impl Compactor {
         let text = |key: &str| args.get(key).and_then(|v| v.as_str()).map(str::to_owned);
         let number = |key: &str| args.get(key).and_then(serde_json::Value::as_u64);
         let tool = call.name.as_str();
-        // Command and test output has signals.
-        let signals = crate::agent::tools::COMMAND_TOOLS.contains(&tool).then(|| {
+        let signals = COMMAND_TOOLS.contains(&tool).then(|| {
             let hint = text("command").and_then(|command| Format::of_command(&command));
             signals::extract(content, hint, self.root.as_deref())
         });
