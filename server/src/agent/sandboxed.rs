@@ -398,27 +398,72 @@ fn what(widening: &Widening) -> String {
     }
 }
 
+/// Changes without a diff past this many in one top folder are counted, not listed: a
+/// build's output (`target/`, `node_modules/`) would fill the model's context with names.
+const LISTED_PER_FOLDER: usize = 10;
+
+/// The lines the model reads of what a command changed: every change with a diff (text the
+/// agent may turn into edits), and the others listed up to [`LISTED_PER_FOLDER`] per top
+/// folder, the rest of that folder counted in one line.
+fn change_lines(changes: &[crate::sandbox::Change]) -> Vec<String> {
+    let folder = |change: &crate::sandbox::Change| {
+        let mut parts = change.path.components();
+        let first = parts.next();
+        // A file at the top is its own folder: never counted with others.
+        parts
+            .next()
+            .and(first)
+            .map(|first| first.as_os_str().to_owned())
+    };
+    let mut without_diff: std::collections::HashMap<std::ffi::OsString, usize> =
+        std::collections::HashMap::new();
+    for change in changes.iter().filter(|change| change.diff.is_none()) {
+        if let Some(folder) = folder(change) {
+            *without_diff.entry(folder).or_default() += 1;
+        }
+    }
+    let mut listed: std::collections::HashMap<std::ffi::OsString, usize> =
+        std::collections::HashMap::new();
+    let mut lines = Vec::new();
+    for change in changes {
+        if change.diff.is_none()
+            && let Some(folder) = folder(change)
+        {
+            let total = without_diff[&folder];
+            let shown = listed.entry(folder.clone()).or_default();
+            if total > LISTED_PER_FOLDER && *shown >= LISTED_PER_FOLDER {
+                if *shown == LISTED_PER_FOLDER {
+                    lines.push(format!(
+                        "… and {} more under {}/ (not listed)",
+                        total - LISTED_PER_FOLDER,
+                        folder.to_string_lossy()
+                    ));
+                    *shown += 1;
+                }
+                continue;
+            }
+            *shown += 1;
+        }
+        let kind = match change.kind {
+            ChangeKind::Added => "added",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
+        };
+        let mut line = format!("{kind} {}", change.path.display());
+        if let Some(note) = &change.note {
+            line.push_str(&format!(" ({note})"));
+        }
+        if let Some(diff) = &change.diff {
+            line.push('\n');
+            line.push_str(diff);
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 fn output(outcome: &Outcome, note: Option<String>) -> CommandOutput {
-    let changes = outcome
-        .changes
-        .iter()
-        .map(|change| {
-            let kind = match change.kind {
-                ChangeKind::Added => "added",
-                ChangeKind::Modified => "modified",
-                ChangeKind::Deleted => "deleted",
-            };
-            let mut line = format!("{kind} {}", change.path.display());
-            if let Some(note) = &change.note {
-                line.push_str(&format!(" ({note})"));
-            }
-            if let Some(diff) = &change.diff {
-                line.push('\n');
-                line.push_str(diff);
-            }
-            line
-        })
-        .collect();
+    let changes = change_lines(&outcome.changes);
     CommandOutput {
         exit_code: outcome.signal.is_none().then_some(outcome.exit_code),
         timed_out: outcome.timed_out,
@@ -434,6 +479,33 @@ fn output(outcome: &Outcome, note: Option<String>) -> CommandOutput {
 #[cfg(test)]
 mod tests {
     use super::wildcard_match;
+
+    #[test]
+    fn many_new_files_of_a_build_are_counted_per_folder_and_every_diff_is_listed() {
+        use crate::sandbox::{Change, ChangeKind};
+        let change = |path: &str, diff: Option<&str>| Change {
+            path: path.into(),
+            kind: if diff.is_some() {
+                ChangeKind::Modified
+            } else {
+                ChangeKind::Added
+            },
+            diff: diff.map(str::to_owned),
+            note: None,
+        };
+        let mut changes: Vec<Change> = (0..300)
+            .map(|n| change(&format!("target/debug/deps/lib{n}.rlib"), None))
+            .collect();
+        changes.push(change("src/lib.rs", Some("@@ -1 +1 @@\n-a\n+b")));
+        changes.extend((0..3).map(|n| change(&format!("src/new{n}.rs"), None)));
+        changes.push(change("Cargo.lock", None));
+        let lines = super::change_lines(&changes);
+        assert_eq!(lines.len(), 10 + 1 + 1 + 3 + 1, "{lines:#?}");
+        assert_eq!(lines[10], "… and 290 more under target/ (not listed)");
+        assert!(lines.contains(&"modified src/lib.rs\n@@ -1 +1 @@\n-a\n+b".to_owned()));
+        assert!(lines.contains(&"added src/new2.rs".to_owned()));
+        assert!(lines.contains(&"added Cargo.lock".to_owned()));
+    }
 
     #[test]
     fn approval_patterns_match_with_stars() {
