@@ -1,20 +1,33 @@
-//! Given a query and a token budget, the code a model should see: definitions of the symbols
-//! the query names, and a map of the repository ranked toward them.
+//! Given a query and a token budget, the code a model should see: the files most likely to
+//! matter first, each with the definitions the query names or the passage that best matches
+//! its words, then a map of the repository ranked toward them.
 //!
-//! The ranking follows Aider's repository map: files are nodes, an edge goes from a file that
-//! references a name to each file that defines it, and a personalised PageRank, restarting at
-//! the files the query points to (named paths, files defining named identifiers, the cursor's
-//! file, open buffers), ranks files and the definitions those edges land on.
+//! Files are ranked by fusing several signals by reciprocal rank (`fusion`): the files the
+//! query or the editor points to (named paths, the cursor's file, open buffers), the files
+//! defining the identifiers it names, BM25 of its words over each file's text and over
+//! passages of it (`passages`), BM25 over each file's vocabulary from the index (`vocabulary`),
+//! and Aider's repository map (`graph`): a personalised PageRank over the reference graph,
+//! restarting where the query points, which also picks the definitions a file's map shows.
 //!
 //! Invariants: deterministic for a given index and query; never over budget (tokens counted
 //! with `llm::tokens`); a snippet's text is what the workspace view holds (buffers overlaid on
 //! the disk) at its lines.
+
+mod fusion;
+mod graph;
+mod passages;
+mod paths;
+mod vocabulary;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::index::{self, FileRecord, Index, SymbolHit};
 use crate::llm::tokens;
 use crate::workspace::Overlay;
+use fusion::Ranked;
+use graph::rank;
+use passages::{Occurrences, Passage, TextMatch};
+use vocabulary::lexical_scores;
 
 /// What the caller knows about the task.
 #[derive(Clone, Debug, Default)]
@@ -71,12 +84,34 @@ pub struct Context {
 const MAX_DEFINITION_LINES: usize = 60;
 /// Definitions shown per ranked file in the map.
 const MAP_DEFINITIONS_PER_FILE: usize = 12;
-const DAMPING: f64 = 0.85;
 /// How many files the lexical match may steer toward, and how hard (a named symbol's file
 /// weighs up to 20, a mentioned path 5).
 const LEXICAL_FILES: usize = 10;
 const LEXICAL_WEIGHT: f64 = 8.0;
-const ITERATIONS: usize = 30;
+/// Files ranked (and given a map) in all.
+const RANKED_FILES: usize = 60;
+/// The first files ranked also show their best-matching passage.
+const PASSAGE_FILES: usize = 5;
+/// A passage is shown only when it holds this many of the query's words: one common word
+/// ("request") is weak evidence, two together are a topic.
+const PASSAGE_MIN_TERMS: usize = 2;
+/// At most this much text is read for the text signal; in a larger workspace, the files the
+/// other signals rank first are read up to it.
+const TEXT_BYTES: u64 = 48 << 20;
+/// Reciprocal rank fusion: its constant, how deep each list counts, and each signal's weight
+/// (chosen on the retrieval bench's tuning split: `cargo xtask bench retrieval --split
+/// tuning`; a file named by the query counts double, what the editor or query points at most).
+const FUSION_K: f64 = 10.0;
+const FUSION_DEPTH: usize = 200;
+const WEIGHT_POINTED: f64 = 4.0;
+const WEIGHT_NAMED: f64 = 1.0;
+const WEIGHT_TEXT: f64 = 1.0;
+const WEIGHT_PASSAGE: f64 = 1.0;
+const WEIGHT_VOCABULARY: f64 = 1.0;
+const WEIGHT_GRAPH: f64 = 1.0;
+const WEIGHT_FILE_NAME: f64 = 2.0;
+/// What a test file's fused score is multiplied by when the query does not mention tests.
+const TEST_FACTOR: f64 = 0.5;
 
 /// Words too common in task descriptions to mean a symbol.
 const STOPWORDS: &[&str] = &[
@@ -150,35 +185,182 @@ pub fn retrieve(index: &Index, overlay: &dyn Overlay, query: &Query) -> Context 
     let identifiers: HashSet<&str> = named.iter().copied().collect();
     let ranking = rank(&files, &restart, &identifiers);
 
+    // The files the query or the editor points at, then those defining what it names.
+    let pointed: Vec<&str> = distinct(
+        mentioned_files
+            .iter()
+            .map(String::as_str)
+            .chain(query.current_file.as_deref())
+            .chain(query.open_files.iter().map(String::as_str))
+            .filter(|path| files.contains_key(*path)),
+    );
+    let named_files: Vec<&str> = distinct(hits.iter().map(|(_, hit)| hit.path.as_str()));
+    let words = passages::query_terms(&query.text, STOPWORDS);
+    let named_by_file_name = paths::named_by(&query.text, &words, files.keys().map(String::as_str));
+    let text = text_match(
+        index,
+        overlay,
+        &files,
+        &words,
+        pointed
+            .iter()
+            .chain(&named_files)
+            .copied()
+            .chain(lexical.iter().map(|(p, _)| p.as_str()))
+            .chain(ranking.files.iter().map(|(p, _)| p.as_str())),
+    );
+    let fused = fusion::fuse(
+        &[
+            Ranked {
+                weight: WEIGHT_POINTED,
+                paths: pointed.clone(),
+            },
+            Ranked {
+                weight: WEIGHT_NAMED,
+                paths: named_files,
+            },
+            Ranked {
+                weight: WEIGHT_TEXT,
+                paths: text.files.iter().map(|(p, _)| p.as_str()).collect(),
+            },
+            Ranked {
+                weight: WEIGHT_PASSAGE,
+                paths: text.passages.iter().map(|(p, _)| p.as_str()).collect(),
+            },
+            Ranked {
+                weight: WEIGHT_VOCABULARY,
+                paths: lexical.iter().map(|(p, _)| p.as_str()).collect(),
+            },
+            Ranked {
+                weight: WEIGHT_GRAPH,
+                paths: ranking.files.iter().map(|(p, _)| p.as_str()).collect(),
+            },
+            Ranked {
+                weight: WEIGHT_FILE_NAME,
+                paths: named_by_file_name,
+            },
+        ],
+        FUSION_K,
+        FUSION_DEPTH,
+    );
+    // A fix lands in the code; its tests follow from there. Unless the query speaks of
+    // tests, they rank below the code that matches as well.
+    let mut fused = fused;
+    if !words.iter().any(|word| word.text.starts_with("test")) {
+        for (path, score) in &mut fused {
+            if paths::is_test(path) {
+                *score *= TEST_FACTOR;
+            }
+        }
+        fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    }
+    let passages: HashMap<&str, &Passage> = text
+        .passages
+        .iter()
+        .map(|(p, passage)| (p.as_str(), passage))
+        .collect();
+
+    // Snippets file by file in the fused order, each file's below the one before.
+    let top = fused.first().map_or(1.0, |(_, score)| *score);
     let mut candidates: Vec<Snippet> = Vec::new();
     let mut shown: HashSet<(String, u32)> = HashSet::new();
-    for (rank_in_hits, (weight, hit)) in hits.iter().enumerate() {
-        if let Some(snippet) = definition_snippet(index, overlay, hit, *weight, rank_in_hits) {
-            shown.insert((hit.path.clone(), hit.start_line));
+    for (position, (path, fused_score)) in fused.iter().enumerate().take(RANKED_FILES) {
+        let file_score = 100.0 * fused_score / top;
+        let mut covered: Vec<(u32, u32)> = Vec::new();
+        let of_file: Vec<&(f64, SymbolHit)> =
+            hits.iter().filter(|(_, hit)| hit.path == *path).collect();
+        for (order, (_, hit)) in of_file.iter().enumerate() {
+            if let Some(snippet) = definition_snippet(
+                index,
+                overlay,
+                hit,
+                file_score * (1.0 - order as f64 * 1e-4),
+            ) {
+                shown.insert((hit.path.clone(), hit.start_line));
+                covered.push((snippet.start_line, snippet.end_line));
+                candidates.push(snippet);
+            }
+        }
+        if position < PASSAGE_FILES
+            && let Some(passage) = passages.get(path)
+            && passage.distinct_terms >= PASSAGE_MIN_TERMS
+            && let Some(snippet) = passage_snippet(
+                index,
+                overlay,
+                path,
+                passage,
+                text.occurrences.get(*path),
+                &covered,
+                file_score * 0.999,
+            )
+        {
             candidates.push(snippet);
         }
-    }
-    let top_score = candidates.iter().map(|s| s.score).fold(1.0, f64::max);
-    for (position, (path, file_rank)) in ranking.files.iter().enumerate().take(60) {
-        let definitions = ranking.definitions.get(path.as_str());
+        let definitions = ranking.definitions.get(*path);
         if let Some(snippet) = map_snippet(index, path, definitions, &shown) {
-            // Below every named definition, in PageRank order.
-            let score =
-                top_score * 0.5 * file_rank / (1.0 + position as f64 * 0.01) / ranking.max_rank;
-            candidates.push(Snippet { score, ..snippet });
+            candidates.push(Snippet {
+                score: file_score * 0.998,
+                ..snippet
+            });
         }
+    }
+    // Never above the snippet before: the file order is the ranking.
+    let mut ceiling = f64::INFINITY;
+    for snippet in &mut candidates {
+        snippet.score = snippet.score.min(ceiling);
+        ceiling = snippet.score;
     }
     fit(&query.text, query.budget, candidates)
 }
 
-/// Fills the budget greedily by score; a snippet that does not fit is skipped, not cut, and
-/// smaller ones after it may still fit.
+fn distinct<'a>(paths: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = HashSet::new();
+    paths.filter(|path| seen.insert(*path)).collect()
+}
+
+/// The text signal: every indexed file's text when the workspace is small enough, else the
+/// files in `priority` order (the other signals' best first) up to [`TEXT_BYTES`].
+fn text_match<'a>(
+    index: &Index,
+    overlay: &dyn Overlay,
+    files: &'a BTreeMap<String, FileRecord>,
+    terms: &[passages::Term],
+    priority: impl Iterator<Item = &'a str>,
+) -> TextMatch {
+    if terms.is_empty() {
+        return TextMatch::default();
+    }
+    let total: u64 = files.values().map(|record| record.size).sum();
+    let chosen: Vec<&str> = if total <= TEXT_BYTES {
+        files.keys().map(String::as_str).collect()
+    } else {
+        let mut used = 0;
+        distinct(priority.chain(files.keys().map(String::as_str)))
+            .into_iter()
+            .filter(|path| {
+                let size = files.get(*path).map_or(0, |record| record.size);
+                let fits = used + size <= TEXT_BYTES;
+                used += if fits { size } else { 0 };
+                fits
+            })
+            .collect()
+    };
+    let read: Vec<(String, Occurrences)> = chosen
+        .into_iter()
+        .filter_map(|path| {
+            let text = overlay
+                .buffer_text(&index.root().join(path))
+                .or_else(|| index.read_source(path))?;
+            Some((path.to_owned(), passages::occurrences(&text, terms)))
+        })
+        .collect();
+    passages::score(read, terms)
+}
+
+/// Fills the budget greedily by score (ties in the order given); a snippet that does not fit
+/// is skipped, not cut, and smaller ones after it may still fit.
 fn fit(query: &str, budget: usize, mut candidates: Vec<Snippet>) -> Context {
-    candidates.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)))
-    });
+    candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut used = 0;
     let mut snippets = Vec::new();
     for snippet in candidates {
@@ -234,185 +416,6 @@ fn mentioned_files(text: &str, files: &BTreeMap<String, FileRecord>) -> Vec<Stri
         .collect()
 }
 
-/// BM25 of the query's words against each file's vocabulary: the parts of its path, of the
-/// names it defines (counted thrice: a file is about what it defines) and of the names it
-/// uses. Computed from the index alone, without reading files. Best first, zero scores left out.
-fn lexical_scores(files: &BTreeMap<String, FileRecord>, query: &str) -> Vec<(String, f64)> {
-    let mut terms: Vec<String> = index::words(query)
-        .filter(|(_, word)| !STOPWORDS.contains(&word.to_lowercase().as_str()))
-        .flat_map(|(_, word)| index::identifier_parts(word))
-        .filter(|part| part.chars().count() >= 3)
-        .collect();
-    terms.sort();
-    terms.dedup();
-    if terms.is_empty() {
-        return Vec::new();
-    }
-    let position: HashMap<&str, usize> = terms
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.as_str(), i))
-        .collect();
-    // Per file: how often each query term occurs (dense: queries have few terms), and length.
-    let mut documents: Vec<(&String, Vec<f64>, f64)> = Vec::with_capacity(files.len());
-    let mut document_frequency = vec![0usize; terms.len()];
-    for (path, record) in files {
-        let mut counts = vec![0.0; terms.len()];
-        let mut length = 0.0;
-        let mut add = |word: &str, weight: f64| {
-            for part in index::identifier_parts(word) {
-                length += weight;
-                if let Some(&i) = position.get(part.as_str()) {
-                    counts[i] += weight;
-                }
-            }
-        };
-        for (_, word) in index::words(path) {
-            add(word, 3.0);
-        }
-        for name in &record.defines {
-            add(name, 3.0);
-        }
-        for (name, count) in &record.references {
-            add(name, f64::from(*count));
-        }
-        for (i, count) in counts.iter().enumerate() {
-            if *count > 0.0 {
-                document_frequency[i] += 1;
-            }
-        }
-        documents.push((path, counts, length));
-    }
-    let n = documents.len() as f64;
-    let average = documents.iter().map(|d| d.2).sum::<f64>() / n.max(1.0);
-    let mut scores: Vec<(String, f64)> = documents
-        .into_iter()
-        .filter_map(|(path, counts, length)| {
-            let score: f64 = counts
-                .iter()
-                .enumerate()
-                .filter(|(_, tf)| **tf > 0.0)
-                .map(|(i, tf)| {
-                    let df = document_frequency[i] as f64;
-                    let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                    idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average.max(1.0)))
-                })
-                .sum();
-            (score > 0.0).then(|| (path.clone(), score))
-        })
-        .collect();
-    scores.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    scores
-}
-
-struct Ranking {
-    /// Files by descending rank.
-    files: Vec<(String, f64)>,
-    max_rank: f64,
-    /// Per file, its definitions by how much rank flowed to them.
-    definitions: HashMap<String, Vec<(String, f64)>>,
-}
-
-/// Personalised PageRank over the reference graph.
-fn rank(
-    files: &BTreeMap<String, FileRecord>,
-    restart: &HashMap<&str, f64>,
-    identifiers: &HashSet<&str>,
-) -> Ranking {
-    let paths: Vec<&str> = files.keys().map(String::as_str).collect();
-    let position: HashMap<&str, usize> = paths.iter().enumerate().map(|(i, p)| (*p, i)).collect();
-    let mut definers: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, record) in files.values().enumerate() {
-        for name in &record.defines {
-            definers.entry(name.as_str()).or_default().push(i);
-        }
-    }
-    // Edges: (from, to, weight, name).
-    let mut edges: Vec<(usize, usize, f64, &str)> = Vec::new();
-    for (from, record) in files.values().enumerate() {
-        for (name, count) in &record.references {
-            let Some(targets) = definers.get(name.as_str()) else {
-                continue;
-            };
-            // A name defined everywhere (`new`, `default`) says little about any one file.
-            let mut weight = f64::from(*count).sqrt() / targets.len() as f64;
-            if identifiers.contains(name.as_str()) {
-                weight *= 10.0;
-            }
-            if name.starts_with('_') {
-                weight *= 0.1;
-            }
-            for &to in targets {
-                if to != from {
-                    edges.push((from, to, weight, name));
-                }
-            }
-        }
-    }
-    let n = paths.len().max(1);
-    let mut personal = vec![0.0; paths.len()];
-    let total: f64 = restart.values().sum();
-    if total > 0.0 {
-        for (path, weight) in restart {
-            if let Some(&i) = position.get(path) {
-                personal[i] = weight / total;
-            }
-        }
-    } else {
-        personal.iter_mut().for_each(|p| *p = 1.0 / n as f64);
-    }
-    let mut out_weight = vec![0.0; paths.len()];
-    for &(from, _, weight, _) in &edges {
-        out_weight[from] += weight;
-    }
-    let mut rank = personal.clone();
-    for _ in 0..ITERATIONS {
-        let mut next: Vec<f64> = personal.iter().map(|p| (1.0 - DAMPING) * p).collect();
-        let dangling: f64 = rank
-            .iter()
-            .zip(&out_weight)
-            .filter(|(_, out)| **out == 0.0)
-            .map(|(r, _)| r)
-            .sum();
-        for (i, p) in personal.iter().enumerate() {
-            next[i] += DAMPING * dangling * p;
-        }
-        for &(from, to, weight, _) in &edges {
-            next[to] += DAMPING * rank[from] * weight / out_weight[from];
-        }
-        rank = next;
-    }
-    let mut definitions: HashMap<String, HashMap<&str, f64>> = HashMap::new();
-    for &(from, to, weight, name) in &edges {
-        *definitions
-            .entry(paths[to].to_owned())
-            .or_default()
-            .entry(name)
-            .or_default() += rank[from] * weight / out_weight[from];
-    }
-    let mut ranked: Vec<(String, f64)> = paths
-        .iter()
-        .zip(&rank)
-        .map(|(p, r)| ((*p).to_owned(), *r))
-        .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    Ranking {
-        max_rank: ranked
-            .first()
-            .map_or(1.0, |(_, r)| r.max(f64::MIN_POSITIVE)),
-        files: ranked,
-        definitions: definitions
-            .into_iter()
-            .map(|(path, names)| {
-                let mut names: Vec<(String, f64)> =
-                    names.into_iter().map(|(n, r)| (n.to_owned(), r)).collect();
-                names.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-                (path, names)
-            })
-            .collect(),
-    }
-}
-
 /// The lines of a file as the workspace view holds it (the disk read through the index's
 /// root, within its size limit).
 fn file_lines(index: &Index, overlay: &dyn Overlay, relative: &str) -> Option<Vec<String>> {
@@ -427,14 +430,25 @@ fn definition_snippet(
     index: &Index,
     overlay: &dyn Overlay,
     hit: &SymbolHit,
-    weight: f64,
-    order: usize,
+    score: f64,
 ) -> Option<Snippet> {
     let lines = file_lines(index, overlay, &hit.path)?;
-    let end = (hit.end_line as usize).min(lines.len().saturating_sub(1));
+    lines_snippet(&hit.path, &lines, hit.start_line, hit.end_line, score)
+}
+
+/// Lines `start_line..=end_line` (zero-based) of `path` with the doc comment and attributes
+/// above them, the first [`MAX_DEFINITION_LINES`] of them when longer.
+fn lines_snippet(
+    path: &str,
+    lines: &[String],
+    start_line: u32,
+    end_line: u32,
+    score: f64,
+) -> Option<Snippet> {
+    let end = (end_line as usize).min(lines.len().saturating_sub(1));
     // The doc comment and attributes above a definition belong with it.
-    let mut start = (hit.start_line as usize).min(end);
-    while start > 0 && start + 12 > hit.start_line as usize && is_preamble(&lines[start - 1]) {
+    let mut start = (start_line as usize).min(end);
+    while start > 0 && start + 12 > start_line as usize && is_preamble(&lines[start - 1]) {
         start -= 1;
     }
     if start > end {
@@ -449,22 +463,65 @@ fn definition_snippet(
     if shown_end < end {
         text.push(format!("       … {} more lines", end - shown_end));
     }
-    let body = format!(
-        "{}:{}-{}\n{}\n",
-        hit.path,
-        start + 1,
-        end + 1,
-        text.join("\n")
-    );
+    let body = format!("{path}:{}-{}\n{}\n", start + 1, end + 1, text.join("\n"));
     Some(Snippet {
-        path: hit.path.clone(),
+        path: path.to_owned(),
         start_line: start as u32 + 1,
         end_line: end as u32 + 1,
         kind: SnippetKind::Definition,
-        score: weight / (1.0 + order as f64 * 0.05),
+        score,
         tokens: tokens::count(&body),
         text: body,
     })
+}
+
+/// The code around a file's best passage: the largest definition holding the passage's
+/// focus (the line amid its matches) that is short enough to show whole, else the passage's
+/// lines themselves. `None` when it overlaps a snippet of the file already shown (`covered`,
+/// one-based ranges).
+fn passage_snippet(
+    index: &Index,
+    overlay: &dyn Overlay,
+    path: &str,
+    passage: &Passage,
+    occurrences: Option<&Occurrences>,
+    covered: &[(u32, u32)],
+    score: f64,
+) -> Option<Snippet> {
+    let inside: Vec<u32> = occurrences?
+        .hits
+        .iter()
+        .map(|(line, _)| *line)
+        .filter(|line| (passage.start_line..=passage.end_line).contains(line))
+        .collect();
+    let focus = *inside.get(inside.len() / 2)?;
+    let enclosing = index
+        .outline(path)
+        .into_iter()
+        .filter(|hit| hit.start_line <= focus && focus <= hit.end_line)
+        .filter(|hit| ((hit.end_line - hit.start_line) as usize) < MAX_DEFINITION_LINES)
+        .max_by_key(|hit| {
+            (
+                hit.end_line - hit.start_line,
+                std::cmp::Reverse(hit.start_line),
+            )
+        });
+    let (start, end) = match enclosing {
+        Some(hit) => (hit.start_line, hit.end_line),
+        None => {
+            let first = inside.first().copied().unwrap_or(focus);
+            let last = inside.last().copied().unwrap_or(focus);
+            (first.saturating_sub(3), last + 3)
+        }
+    };
+    if covered
+        .iter()
+        .any(|&(from, to)| start < to && from <= end + 1)
+    {
+        return None;
+    }
+    let lines = file_lines(index, overlay, path)?;
+    lines_snippet(path, &lines, start, end, score)
 }
 
 /// A comment or attribute line, as they sit above definitions in the supported languages.

@@ -12,27 +12,34 @@ struct Fixture {
 }
 
 fn fixture(name: &str) -> Fixture {
+    fixture_of(
+        name,
+        &[
+            (
+                "src/http.rs",
+                "use crate::lexer::tokenize;\n\n/// A parsed request.\npub struct Request { pub body: String }\n\n/// Parses a request.\npub fn parse_http_request(input: &str) -> Request {\n    let tokens = tokenize(input);\n    Request { body: tokens.join(\" \") }\n}\n",
+            ),
+            (
+                "src/lexer.rs",
+                "pub struct Token;\n\npub fn tokenize(input: &str) -> Vec<String> {\n    input.split(' ').map(String::from).collect()\n}\n",
+            ),
+            (
+                "src/main.rs",
+                "fn main() {\n    let r = parse_http_request(\"GET /\");\n    println!(\"{}\", r.body);\n}\n",
+            ),
+            (
+                "src/unrelated.rs",
+                "pub fn colour_wheel() -> u32 {\n    7\n}\n",
+            ),
+        ],
+    )
+}
+
+fn fixture_of(name: &str, files: &[(&str, &str)]) -> Fixture {
     let dir = std::env::temp_dir().join(format!("wright-retrieval-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let root = dir.join("ws");
-    for (path, text) in [
-        (
-            "src/http.rs",
-            "use crate::lexer::tokenize;\n\n/// A parsed request.\npub struct Request { pub body: String }\n\n/// Parses a request.\npub fn parse_http_request(input: &str) -> Request {\n    let tokens = tokenize(input);\n    Request { body: tokens.join(\" \") }\n}\n",
-        ),
-        (
-            "src/lexer.rs",
-            "pub struct Token;\n\npub fn tokenize(input: &str) -> Vec<String> {\n    input.split(' ').map(String::from).collect()\n}\n",
-        ),
-        (
-            "src/main.rs",
-            "fn main() {\n    let r = parse_http_request(\"GET /\");\n    println!(\"{}\", r.body);\n}\n",
-        ),
-        (
-            "src/unrelated.rs",
-            "pub fn colour_wheel() -> u32 {\n    7\n}\n",
-        ),
-    ] {
+    for (path, text) in files {
         let path = root.join(path);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
@@ -219,4 +226,42 @@ fn prose_steers_toward_files_whose_vocabulary_matches() {
     let scores = lexical_scores(&f.index.files(), "colour of the wheel");
     assert_eq!(scores[0].0, "src/unrelated.rs");
     assert!(lexical_scores(&f.index.files(), "the and for").is_empty());
+}
+
+#[test]
+fn the_file_whose_text_matches_the_task_comes_first_with_its_passage() {
+    // Only a comment in `save` speaks of the task; by names and references, `util.rs` is
+    // the hub (everything calls `helper`), and no name shares a word with the query.
+    let f = fixture_of(
+        "text",
+        &[
+            (
+                "src/store.rs",
+                "pub fn save(x: u32) -> u32 {\n    // Timestamps are written in UTC: a local offset\n    // would shift every expiry date.\n    x + 1\n}\n\npub fn load() -> u32 {\n    0\n}\n",
+            ),
+            ("src/util.rs", "pub fn helper() -> u32 {\n    1\n}\n"),
+            ("src/a.rs", "fn a() {\n    helper();\n    helper();\n}\n"),
+            ("src/b.rs", "fn b() {\n    helper();\n}\n"),
+        ],
+    );
+    let context = retrieve(
+        &f.index,
+        &DiskOnly,
+        &query("expiry dates shift by the local timezone offset", 4000),
+    );
+    let first = &context.snippets[0];
+    assert_eq!(
+        (
+            first.path.as_str(),
+            first.kind,
+            first.start_line,
+            first.end_line
+        ),
+        ("src/store.rs", SnippetKind::Definition, 1, 5),
+        "{:?}",
+        paths(&context)
+    );
+    assert!(first.text.contains("expiry date"), "{}", first.text);
+    // The passage is the definition holding the words, not the file's other one.
+    assert!(!first.text.contains("pub fn load"), "{}", first.text);
 }

@@ -4,13 +4,18 @@
 //! The history: Debian source packages carry upstream fixes as patches (`debian/patches`),
 //! most of them cherry-picked commits whose message says what was wrong. Each patch is a task:
 //! the query is its subject and description, the answer is the set of source files it
-//! changes (tests excluded), the corpus is the upstream tree before any patch. A task counts
-//! as found when at least one answer file appears: among the first five files (recall@5), or
-//! within a token budget (4k, 8k) of what each method would show.
+//! changes (tests excluded), the corpus is the upstream tree before any patch; Debian's own
+//! patches (DEP-3 `Forwarded: not-needed`) are not fixes and are left out. A task counts as
+//! found when at least one answer file appears: among the first five files (recall@5), or
+//! within a token budget (4k, 8k) of what each method would show. Tasks are split in two by a
+//! hash of their package and patch name: a tuning half, and a held-out half that the ranking
+//! was never tuned on (`--split tuning` runs only the first); results are grouped by split and
+//! by the language of the files each fix changes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use wright::index::{self, Index};
@@ -18,7 +23,9 @@ use wright::llm::tokens;
 use wright::retrieval::{self, Query};
 use wright::workspace::{DiskOnly, WalkOptions};
 
-/// C projects with many upstream fixes backported as patches, of moderate size.
+/// Packages with many upstream fixes backported as patches, of moderate size: C (the first
+/// corpus), then Python, Go, Ruby and Java, each with at least five usable fixes in
+/// bookworm's sources.
 const DEFAULT_PACKAGES: &[&str] = &[
     "jq",
     "libxml2",
@@ -28,18 +35,77 @@ const DEFAULT_PACKAGES: &[&str] = &[
     "openjpeg2",
     "libssh",
     "nghttp2",
+    "python-django",
+    "jinja2",
+    "pillow",
+    "python-pip",
+    "runc",
+    "containerd",
+    "docker.io",
+    "rails",
+    "redmine",
+    "netty",
 ];
 const BUDGETS: [usize; 2] = [4000, 8000];
 
 struct Task {
+    /// `package/patch`: what the split is decided on.
+    id: String,
     query: String,
     answer: BTreeSet<String>,
+    language: &'static str,
+}
+
+/// Half of the tasks tune the ranking, the other half is held out: judged on, never tuned on.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Split {
+    Tuning,
+    HeldOut,
+}
+
+impl Split {
+    /// Decided by a hash of the task's package and patch name, so a task keeps its side
+    /// whatever else the corpus holds.
+    fn of(id: &str) -> Self {
+        if fnv1a(id.as_bytes()).is_multiple_of(2) {
+            Self::Tuning
+        } else {
+            Self::HeldOut
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Tuning => "tuning",
+            Self::HeldOut => "held-out",
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[derive(Default, Clone, Copy)]
 struct Tally {
+    tasks: usize,
     at5: usize,
     within: [usize; 2],
+}
+
+/// What one task scored, by method.
+struct Outcome {
+    package: String,
+    language: &'static str,
+    split: Split,
+    wright: Tally,
+    bm25: Tally,
+    /// How long wright's retrieval took (both budgets).
+    seconds: f64,
+    /// How long BM25's ranking took (its index built beforehand, in memory).
+    bm25_seconds: f64,
 }
 
 pub fn run(args: &[String]) -> anyhow::Result<String> {
@@ -52,15 +118,30 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
             .collect(),
         None => DEFAULT_PACKAGES.iter().map(|p| (*p).to_owned()).collect(),
     };
+    // `--split tuning` while tuning, so that the held-out half is never looked at.
+    let only: Option<Split> = match args.iter().position(|a| a == "--split") {
+        Some(i) => match args.get(i + 1).map(String::as_str) {
+            Some("tuning") => Some(Split::Tuning),
+            Some("held-out") => Some(Split::HeldOut),
+            _ => bail!("--split takes `tuning` or `held-out`"),
+        },
+        None => None,
+    };
+    // `--misses`: print the tasks wright missed at five, for looking into (tuning split only).
+    let show_misses = args.iter().any(|a| a == "--misses");
+    if show_misses && only != Some(Split::Tuning) {
+        bail!("--misses shows tuning tasks only: add `--split tuning`");
+    }
     let work = crate::project_root().join("target/bench/retrieval");
     std::fs::create_dir_all(&work)?;
-    let mut wright_tally = Tally::default();
-    let mut bm25_tally = Tally::default();
-    let mut tasks_total = 0;
-    let mut per_package = Vec::new();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut corpus = Vec::new();
     for package in &packages {
         let source = fetch(&work, package)?;
-        let tasks = tasks(&source)?;
+        let tasks: Vec<Task> = tasks(package, &source)?
+            .into_iter()
+            .filter(|task| only.is_none_or(|split| Split::of(&task.id) == split))
+            .collect();
         if tasks.is_empty() {
             println!("{package}: no usable patches");
             continue;
@@ -74,60 +155,161 @@ pub fn run(args: &[String]) -> anyhow::Result<String> {
         )?;
         let report = index.refresh(&|_| {})?;
         let bm25 = Bm25::build(&source.upstream, index.files().keys());
-        let mut mine = Tally::default();
-        let mut theirs = Tally::default();
+        let (mut mine, mut theirs) = (0, 0);
         for task in &tasks {
-            score_wright(&index, task, &mut mine);
-            score_bm25(&bm25, task, &mut theirs);
+            let started = Instant::now();
+            let (wright, first_files) = score_wright(&index, task);
+            let seconds = started.elapsed().as_secs_f64();
+            if show_misses && wright.at5 == 0 {
+                let query: String = task.query.chars().take(160).collect();
+                println!(
+                    "miss {}: {query}\n  answer {:?}\n  wright {first_files:?}\n  BM25 {:?}",
+                    task.id,
+                    task.answer,
+                    bm25.rank(&task.query)
+                        .into_iter()
+                        .take(5)
+                        .collect::<Vec<_>>()
+                );
+            }
+            let started = Instant::now();
+            let bm25 = score_bm25(&bm25, task);
+            let bm25_seconds = started.elapsed().as_secs_f64();
+            mine += wright.at5;
+            theirs += bm25.at5;
+            outcomes.push(Outcome {
+                package: package.clone(),
+                language: task.language,
+                split: Split::of(&task.id),
+                wright,
+                bm25,
+                seconds,
+                bm25_seconds,
+            });
         }
         println!(
-            "{package}: {} tasks over {} files; wright recall@5 {}/{n}, BM25 {}/{n}",
+            "{package}: {} tasks over {} files; wright recall@5 {mine}/{n}, BM25 {theirs}/{n}",
             tasks.len(),
             report.files,
-            mine.at5,
-            theirs.at5,
             n = tasks.len()
         );
-        per_package.push((package.clone(), tasks.len(), report.files, mine, theirs));
-        tasks_total += tasks.len();
-        add(&mut wright_tally, mine);
-        add(&mut bm25_tally, theirs);
+        corpus.push((package.clone(), report.files));
     }
-    if tasks_total == 0 {
+    if outcomes.is_empty() {
         bail!("no tasks: check that the packages' sources could be fetched");
     }
-    let percent = |n: usize| format!("{:.0}%", 100.0 * n as f64 / tasks_total as f64);
-    let mut out = String::new();
-    out += &format!(
-        "{tasks_total} tasks from the upstream fixes in the Debian patches of {} ({} packages).\n\n",
+    Ok(report(&packages, &corpus, &outcomes))
+}
+
+/// The section: per split, wright against BM25 overall and per language, then per package.
+fn report(packages: &[String], corpus: &[(String, usize)], outcomes: &[Outcome]) -> String {
+    let languages: BTreeSet<&str> = outcomes.iter().map(|o| o.language).collect();
+    let mut out = format!(
+        "{} tasks from the upstream fixes in the Debian patches of {} ({} packages with \
+         usable fixes). A task is one patch: the query is its subject and description, the \
+         answer the source files it changes (tests excluded), the corpus the upstream tree \
+         before any patch; Debian's own patches (`Forwarded: not-needed`) are left out. Tasks \
+         are split by a hash of package and patch name: the tuning half was used to choose the \
+         ranking, the held-out half never was, and the goals are judged on it.\n\n",
+        outcomes.len(),
         packages.join(", "),
-        per_package.len()
+        corpus.len(),
     );
-    out += "| method | recall@5 files | found within 4k tokens | found within 8k tokens |\n|---|---|---|---|\n";
-    for (name, tally) in [
-        ("wright retrieval", wright_tally),
-        ("BM25 over whole files", bm25_tally),
-    ] {
+    let splits: BTreeSet<Split> = outcomes.iter().map(|o| o.split).collect();
+    for split in splits {
+        let of_split: Vec<&Outcome> = outcomes.iter().filter(|o| o.split == split).collect();
+        let (wright, bm25) = totals(of_split.iter().copied());
         out += &format!(
-            "| {name} | {} | {} | {} |\n",
-            percent(tally.at5),
-            percent(tally.within[0]),
-            percent(tally.within[1])
+            "### {} split ({} tasks)\n\n| method | recall@5 files | found within 4k tokens | \
+             found within 8k tokens |\n|---|---|---|---|\n",
+            split.name(),
+            wright.tasks
         );
+        for (name, tally) in [
+            ("wright retrieval", wright),
+            ("BM25 over whole files", bm25),
+        ] {
+            out += &format!(
+                "| {name} | {} | {} | {} |\n",
+                percent(tally.at5, tally.tasks),
+                percent(tally.within[0], tally.tasks),
+                percent(tally.within[1], tally.tasks)
+            );
+        }
+        out += &format!(
+            "\nwright − BM25: recall@5 {:+.0} points, within 4k {:+.0}, within 8k {:+.0}. \
+             Ratio wright/BM25: recall@5 {:.2}×, within 8k {:.2}×.\n\n| language | tasks | \
+             wright @5 | BM25 @5 | wright 4k | BM25 4k | wright 8k | BM25 8k |\n\
+             |---|---|---|---|---|---|---|---|\n",
+            points(wright.at5, bm25.at5, wright.tasks),
+            points(wright.within[0], bm25.within[0], wright.tasks),
+            points(wright.within[1], bm25.within[1], wright.tasks),
+            ratio(wright.at5, bm25.at5),
+            ratio(wright.within[1], bm25.within[1]),
+        );
+        for language in &languages {
+            let (w, b) = totals(of_split.iter().copied().filter(|o| o.language == *language));
+            if w.tasks == 0 {
+                continue;
+            }
+            let n = w.tasks;
+            out += &format!(
+                "| {language} | {n} | {} | {} | {} | {} | {} | {} |\n",
+                percent(w.at5, n),
+                percent(b.at5, n),
+                percent(w.within[0], n),
+                percent(b.within[0], n),
+                percent(w.within[1], n),
+                percent(b.within[1], n),
+            );
+        }
+        out += "\n";
     }
+    let median = |mut seconds: Vec<f64>| {
+        seconds.sort_by(f64::total_cmp);
+        1000.0 * seconds[seconds.len() / 2]
+    };
+    let wright_ms = median(outcomes.iter().map(|o| o.seconds / 2.0).collect());
+    let bm25_ms = median(outcomes.iter().map(|o| o.bm25_seconds).collect());
     out += &format!(
-        "\nRatio wright/BM25: recall@5 {:.2}×, within 4k {:.2}×, within 8k {:.2}×.\n\n| package | tasks | files | wright @5 | BM25 @5 |\n|---|---|---|---|---|\n",
-        ratio(wright_tally.at5, bm25_tally.at5),
-        ratio(wright_tally.within[0], bm25_tally.within[0]),
-        ratio(wright_tally.within[1], bm25_tally.within[1]),
+        "Time per query (this debug build, index open): wright's retrieval (reading the files' \
+         text) median {wright_ms:.0} ms, BM25's ranking over its prebuilt in-memory index \
+         {bm25_ms:.0} ms ({:.1}×).\n\n| package | files | tasks (tuning + held-out) | \
+         wright @5 | BM25 @5 |\n|---|---|---|---|---|\n",
+        wright_ms / bm25_ms.max(1e-3),
     );
-    for (package, tasks, files, mine, theirs) in per_package {
+    for (package, files) in corpus {
+        let of_package = || outcomes.iter().filter(|o| &o.package == package);
+        let (w, b) = totals(of_package());
+        let tuning = of_package().filter(|o| o.split == Split::Tuning).count();
         out += &format!(
-            "| {package} | {tasks} | {files} | {} | {} |\n",
-            mine.at5, theirs.at5
+            "| {package} | {files} | {} ({tuning} + {}) | {} | {} |\n",
+            w.tasks,
+            w.tasks - tuning,
+            w.at5,
+            b.at5
         );
     }
-    Ok(out)
+    out
+}
+
+fn totals<'a>(outcomes: impl Iterator<Item = &'a Outcome>) -> (Tally, Tally) {
+    let mut wright = Tally::default();
+    let mut bm25 = Tally::default();
+    for outcome in outcomes {
+        add(&mut wright, outcome.wright);
+        add(&mut bm25, outcome.bm25);
+    }
+    (wright, bm25)
+}
+
+fn percent(n: usize, of: usize) -> String {
+    format!("{:.0}%", 100.0 * n as f64 / of.max(1) as f64)
+}
+
+/// Percentage points by which `a` is above `b`, out of `of`.
+fn points(a: usize, b: usize, of: usize) -> f64 {
+    100.0 * (a as f64 - b as f64) / of.max(1) as f64
 }
 
 fn ratio(a: usize, b: usize) -> f64 {
@@ -135,13 +317,19 @@ fn ratio(a: usize, b: usize) -> f64 {
 }
 
 fn add(total: &mut Tally, more: Tally) {
+    total.tasks += more.tasks;
     total.at5 += more.at5;
     for (t, m) in total.within.iter_mut().zip(more.within) {
         *t += m;
     }
 }
 
-fn score_wright(index: &Index, task: &Task, tally: &mut Tally) {
+/// How wright did on `task`, and the first five files it showed.
+fn score_wright(index: &Index, task: &Task) -> (Tally, Vec<String>) {
+    let mut tally = Tally {
+        tasks: 1,
+        ..Tally::default()
+    };
     let mut ranked_files = Vec::new();
     for (i, budget) in BUDGETS.into_iter().enumerate() {
         let context = retrieval::retrieve(
@@ -159,12 +347,18 @@ fn score_wright(index: &Index, task: &Task, tally: &mut Tally) {
         }
         ranked_files = files;
     }
-    if ranked_files.iter().take(5).any(|f| task.answer.contains(f)) {
+    ranked_files.truncate(5);
+    if ranked_files.iter().any(|f| task.answer.contains(f)) {
         tally.at5 += 1;
     }
+    (tally, ranked_files)
 }
 
-fn score_bm25(bm25: &Bm25, task: &Task, tally: &mut Tally) {
+fn score_bm25(bm25: &Bm25, task: &Task) -> Tally {
+    let mut tally = Tally {
+        tasks: 1,
+        ..Tally::default()
+    };
     let ranked = bm25.rank(&task.query);
     if ranked.iter().take(5).any(|f| task.answer.contains(*f)) {
         tally.at5 += 1;
@@ -184,6 +378,7 @@ fn score_bm25(bm25: &Bm25, task: &Task, tally: &mut Tally) {
             tally.within[i] += 1;
         }
     }
+    tally
 }
 
 fn distinct(paths: impl Iterator<Item = String>) -> Vec<String> {
@@ -325,8 +520,8 @@ fn fetch(work: &Path, package: &str) -> anyhow::Result<Source> {
     })
 }
 
-/// The patches that change source files, as tasks.
-fn tasks(source: &Source) -> anyhow::Result<Vec<Task>> {
+/// The upstream patches that change source files, as tasks.
+fn tasks(package: &str, source: &Source) -> anyhow::Result<Vec<Task>> {
     let Ok(series) = std::fs::read_to_string(source.patches.join("series")) else {
         return Ok(Vec::new());
     };
@@ -341,6 +536,9 @@ fn tasks(source: &Source) -> anyhow::Result<Vec<Task>> {
             continue;
         };
         let patch = String::from_utf8_lossy(&patch);
+        if is_debian_only(&patch) {
+            continue;
+        }
         let query = description(&patch);
         let answer: BTreeSet<String> = patch
             .lines()
@@ -351,11 +549,43 @@ fn tasks(source: &Source) -> anyhow::Result<Vec<Task>> {
             .filter(|p| !p.to_lowercase().contains("test") && !p.to_lowercase().contains("fuzz"))
             .filter(|p| source.upstream.join(p).is_file())
             .collect();
-        if query.split_whitespace().count() >= 4 && !answer.is_empty() {
-            tasks.push(Task { query, answer });
+        if query.split_whitespace().count() >= 4
+            && let Some(language) = language_of(&answer)
+        {
+            tasks.push(Task {
+                id: format!("{package}/{name}"),
+                query,
+                answer,
+                language,
+            });
         }
     }
     Ok(tasks)
+}
+
+/// A patch DEP-3 marks as Debian's own (`Forwarded: not-needed`): packaging, not a fix.
+fn is_debian_only(patch: &str) -> bool {
+    patch
+        .lines()
+        .take_while(|line| !line.starts_with("--- ") && !line.starts_with("diff "))
+        .any(|line| {
+            line.strip_prefix("Forwarded:")
+                .is_some_and(|value| value.trim().eq_ignore_ascii_case("not-needed"))
+        })
+}
+
+/// The language most of the answer's files are in (`None` for an empty answer).
+fn language_of(answer: &BTreeSet<String>) -> Option<&'static str> {
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for path in answer {
+        if let Some(language) = wright::languages::Language::from_path(Path::new(path)) {
+            *counts.entry(language.name()).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(language, _)| language)
 }
 
 /// The commit message of a patch: `Subject:`/`Description:` and the body up to the diff, minus
@@ -414,6 +644,29 @@ mod tests {
             description(patch),
             "Fix overflow in `jv_append` The size could wrap."
         );
+    }
+
+    #[test]
+    fn debian_only_patches_are_recognised_and_tasks_split_stably() {
+        let debian =
+            "Description: Use production environment\nForwarded: not-needed\n---\n--- a/x.rb\n";
+        let upstream =
+            "Subject: Fix a leak\nOrigin: upstream\n---\n--- a/x.rb\n+Forwarded: not-needed\n";
+        assert!(is_debian_only(debian));
+        assert!(!is_debian_only(upstream));
+        let splits: Vec<Split> = (0..100)
+            .map(|i| Split::of(&format!("pkg/{i}.patch")))
+            .collect();
+        let tuning = splits.iter().filter(|s| **s == Split::Tuning).count();
+        assert!((30..=70).contains(&tuning), "{tuning}");
+        assert!(
+            splits
+                .iter()
+                .zip(0..)
+                .all(|(s, i)| Split::of(&format!("pkg/{i}.patch")) == *s)
+        );
+        let answer: BTreeSet<String> = ["a.py", "b.py", "c.c"].map(String::from).into();
+        assert_eq!(language_of(&answer), Some("python"));
     }
 
     #[test]
