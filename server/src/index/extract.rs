@@ -4,13 +4,10 @@
 //! workspace never holds more than one tree per thread.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::OnceLock;
 
-use tree_sitter_tags::{TagsConfiguration, TagsContext};
-
+use super::tags;
 use super::{comments, macros};
 use crate::languages::Language;
 
@@ -63,32 +60,16 @@ const MAX_DOC_LINES: usize = 12;
 /// How far into a Python definition its docstring is looked for, in bytes.
 const MAX_DOCSTRING_SEARCH: usize = 8 * 1024;
 
-/// The tags configuration of one language, compiled on first use (compiling a query is not
-/// free, and most workspaces use two or three languages).
-fn configuration(language: Language) -> &'static TagsConfiguration {
-    static CONFIGS: [OnceLock<TagsConfiguration>; Language::ALL.len()] =
-        [const { OnceLock::new() }; Language::ALL.len()];
-    CONFIGS[language as usize].get_or_init(|| {
-        TagsConfiguration::new(language.grammar(), language.tags_query(), "")
-            .expect("every tags query compiles (tested in languages/)")
-    })
-}
-
-thread_local! {
-    static CONTEXT: RefCell<TagsContext> = RefCell::new(TagsContext::new());
-}
-
 /// Extracts the definitions and references of `source`.
 pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractError> {
-    let config = configuration(language);
     let parsed = parser_text(language, source);
-    let (mut tags, has_error) = tags_of(config, &parsed)?;
+    let (mut tags, has_error) = tags::of(language, &parsed)?;
     if has_error
         && matches!(language, Language::C | Language::Cpp)
         && let Some(blanked) = macros::blank_noise(source)
     {
         // Only what the second pass adds: the first pass saw the file as it is.
-        let (second, _) = tags_of(config, &blanked)?;
+        let (second, _) = tags::of(language, &blanked)?;
         let known: HashSet<Range<usize>> = tags
             .iter()
             .filter(|tag| tag.is_definition)
@@ -105,24 +86,18 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
     // The generic declarator patterns also match a function's name; a function it is.
     let functions: HashSet<Range<usize>> = tags
         .iter()
-        .filter(|tag| {
-            tag.is_definition && config.syntax_type_name(tag.syntax_type_id) == "function"
-        })
+        .filter(|tag| tag.is_definition && tag.kind == "function")
         .map(|tag| tag.name_range.clone())
         .collect();
     tags.retain(|tag| {
-        !tag.is_definition
-            || config.syntax_type_name(tag.syntax_type_id) == "function"
-            || !functions.contains(&tag.name_range)
+        !tag.is_definition || tag.kind == "function" || !functions.contains(&tag.name_range)
     });
 
     // Scopes that give definitions their container: other definitions, and implementation
     // references (a Rust `impl Type` block names the type its methods belong to).
     let scopes = Scopes::new(
         tags.iter()
-            .filter(|tag| {
-                tag.is_definition || config.syntax_type_name(tag.syntax_type_id) == "implementation"
-            })
+            .filter(|tag| tag.is_definition || tag.kind == "implementation")
             .map(|tag| (tag.range.clone(), &source[tag.name_range.clone()]))
             .collect(),
     );
@@ -131,9 +106,9 @@ pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractErr
     let mut extracted = Extracted::default();
     for tag in &tags {
         let name = source[tag.name_range.clone()].to_owned();
-        let kind = config.syntax_type_name(tag.syntax_type_id).to_owned();
-        let line = tag.span.start.row as u32;
-        // Not `tag.line_range`: tree-sitter-tags starts it after the line's indentation, which
+        let kind = tag.kind.to_owned();
+        let line = tag.row as u32;
+        // Not `tag.line_range`: it starts after the line's indentation, which
         // put every indented name's column that many characters too far left.
         let (_, column) = line_and_column(source, tag.name_range.start);
         if tag.is_definition {
@@ -211,22 +186,6 @@ fn add_missed_defines(source: &str, lines: &Lines, definitions: &mut Vec<Definit
         })
         .collect();
     definitions.extend(missed);
-}
-
-/// The tags of `source`, and whether its parse had errors.
-fn tags_of(
-    config: &TagsConfiguration,
-    source: &str,
-) -> Result<(Vec<tree_sitter_tags::Tag>, bool), ExtractError> {
-    CONTEXT.with(|context| {
-        let mut context = context.borrow_mut();
-        let (tags, has_error) = context
-            .generate_tags(config, source.as_bytes(), None)
-            .map_err(|err| ExtractError::Tags(err.to_string()))?;
-        // A tag that fails is dropped, not the file: one odd construct must not hide the rest.
-        let tags = tags.filter_map(Result::ok).collect();
-        Ok((tags, has_error))
-    })
 }
 
 /// The ranges of a file's scopes, with their names, sorted by start (outer first), and the

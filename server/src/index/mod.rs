@@ -29,6 +29,7 @@ mod query;
 mod recent;
 mod schema;
 mod store;
+mod tags;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
