@@ -62,14 +62,28 @@ const MAX_DOCSTRING_SEARCH: usize = 8 * 1024;
 
 /// Extracts the definitions and references of `source`.
 pub fn extract(language: Language, source: &str) -> Result<Extracted, ExtractError> {
+    extract_with(language, source, tags::of)
+}
+
+/// [`extract`] with every language's tags from its tags query, the walks of `tags/` aside:
+/// the engine they replace, for `cargo xtask bench index` to measure them against.
+pub fn extract_by_query(language: Language, source: &str) -> Result<Extracted, ExtractError> {
+    extract_with(language, source, tags::of_query)
+}
+
+fn extract_with(
+    language: Language,
+    source: &str,
+    tags_of: fn(Language, &str) -> tags::Found,
+) -> Result<Extracted, ExtractError> {
     let parsed = parser_text(language, source);
-    let (mut tags, has_error) = tags::of(language, &parsed)?;
+    let (mut tags, has_error) = tags_of(language, &parsed)?;
     if has_error
         && matches!(language, Language::C | Language::Cpp)
         && let Some(blanked) = macros::blank_noise(source)
     {
         // Only what the second pass adds: the first pass saw the file as it is.
-        let (second, _) = tags::of(language, &blanked)?;
+        let (second, _) = tags_of(language, &blanked)?;
         let known: HashSet<Range<usize>> = tags
             .iter()
             .filter(|tag| tag.is_definition)

@@ -44,7 +44,7 @@ use tantivy::query::{
 use tantivy::schema::{IndexRecordOption, TantivyDocument, Value};
 use tantivy::{IndexReader, IndexWriter, ReloadPolicy, Term};
 
-pub use extract::{Definition, Extracted, Reference, extract};
+pub use extract::{Definition, ExtractError, Extracted, Reference, extract, extract_by_query};
 pub use lexical::scan as scan_lexical;
 pub use schema::{identifier_parts, words};
 pub use store::{FileRecord, root_key};

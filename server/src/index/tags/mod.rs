@@ -37,8 +37,11 @@ pub(super) struct Tag {
     pub docs: Option<String>,
 }
 
+/// A file's tags, and whether its parse had errors.
+pub(super) type Found = Result<(Vec<Tag>, bool), ExtractError>;
+
 /// The tags of `source`, and whether its parse had errors.
-pub(super) fn of(language: Language, source: &str) -> Result<(Vec<Tag>, bool), ExtractError> {
+pub(super) fn of(language: Language, source: &str) -> Found {
     match language {
         Language::Rust => {
             let tree = parse(language, source)?;

@@ -26,10 +26,7 @@ thread_local! {
 }
 
 /// The tags of `source` by the query of `language`, and whether its parse had errors.
-pub(in crate::index) fn of(
-    language: Language,
-    source: &str,
-) -> Result<(Vec<Tag>, bool), ExtractError> {
+pub(in crate::index) fn of(language: Language, source: &str) -> super::Found {
     let config = configuration(language);
     CONTEXT.with(|context| {
         let mut context = context.borrow_mut();
