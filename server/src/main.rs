@@ -351,11 +351,22 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
+        // The reader went away (`wright context … | head`): what it wanted it has; as a
+        // shell pipeline expects, no complaint.
+        Err(err) if broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             terminal::say!("wright: {err:#}");
             ExitCode::from(2)
         }
     }
+}
+
+fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -1,4 +1,4 @@
-//! The `wright` command line: `--version`, `doctor`, exit codes.
+//! The `wright` command line: `--version`, `doctor`, exit codes, a reader that goes away.
 //!
 //! These live in the `wright` package so that `cargo test --workspace` always builds the
 //! binary (Cargo builds a package's binaries for its integration tests) before the end-to-end
@@ -496,4 +496,39 @@ fn context_prints_ranked_snippets_within_the_budget() {
         "{human}"
     );
     assert!(human.contains("    1  /// Parses."), "{human}");
+}
+
+/// A reader that goes away (`wright grep … | head -1`) ends wright quietly, exit 0, as a
+/// pipeline expects: no "Broken pipe" complaint.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    let dir = TempDir::new("cli-pipe");
+    // Far more than a pipe holds, so a write fails once the reader has gone.
+    dir.write("many.txt", &"needle in a line\n".repeat(50_000));
+    let home = dir.path().join("home");
+    let mut child = Command::new(wright_bin())
+        .args(["--root", dir.path().to_str().unwrap(), "grep", "needle"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running wright");
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is closed here, with most of the output unwritten.
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        !text(&out.stderr).contains("Broken pipe"),
+        "{}",
+        text(&out.stderr)
+    );
 }
