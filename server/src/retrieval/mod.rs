@@ -209,7 +209,7 @@ pub fn retrieve(index: &Index, overlay: &dyn Overlay, query: &Query) -> Context 
             .chain(lexical.iter().map(|(p, _)| p.as_str()))
             .chain(ranking.files.iter().map(|(p, _)| p.as_str())),
     );
-    let fused = fusion::fuse(
+    let mut fused = fusion::fuse(
         &[
             Ranked {
                 weight: WEIGHT_POINTED,
@@ -245,7 +245,6 @@ pub fn retrieve(index: &Index, overlay: &dyn Overlay, query: &Query) -> Context 
     );
     // A fix lands in the code; its tests follow from there. Unless the query speaks of
     // tests, they rank below the code that matches as well.
-    let mut fused = fused;
     if !words.iter().any(|word| word.text.starts_with("test")) {
         for (path, score) in &mut fused {
             if paths::is_test(path) {
