@@ -173,36 +173,19 @@ impl Grammar {
             Pattern::Call => {
                 let function = node.child_by_field_id(self.function)?;
                 let name = match function.kind_id() {
-                    kind if kind == self.identifier => function,
                     kind if kind == self.field_expression => {
                         child_of_kind(function, self.field, self.field_identifier)?
                     }
-                    kind if kind == self.scoped_identifier => {
-                        child_of_kind(function, self.name, self.identifier)?
-                    }
                     kind if kind == self.generic_function => {
-                        let inner = function.child_by_field_id(self.function)?;
-                        match inner.kind_id() {
-                            kind if kind == self.identifier => inner,
-                            kind if kind == self.scoped_identifier => {
-                                child_of_kind(inner, self.name, self.identifier)?
-                            }
-                            _ => return None,
-                        }
+                        self.path_name(function.child_by_field_id(self.function)?)?
                     }
-                    _ => return None,
+                    _ => self.path_name(function)?,
                 };
                 tag(source, node, name, "call", false)
             }
             Pattern::Macro => {
                 let called = node.child_by_field_id(self.macro_field)?;
-                let name = match called.kind_id() {
-                    kind if kind == self.identifier => called,
-                    kind if kind == self.scoped_identifier => {
-                        child_of_kind(called, self.name, self.identifier)?
-                    }
-                    _ => return None,
-                };
+                let name = self.path_name(called)?;
                 tag(source, node, name, "call", false)
             }
             Pattern::Impl => {
@@ -215,6 +198,17 @@ impl Grammar {
                 tag(source, node, name, "implementation", false)
             }
             Pattern::Skip => None,
+        }
+    }
+
+    /// The name a called path ends in: `f` itself, or the last segment of `a::b::f`.
+    fn path_name<'tree>(&self, path: Node<'tree>) -> Option<Node<'tree>> {
+        match path.kind_id() {
+            kind if kind == self.identifier => Some(path),
+            kind if kind == self.scoped_identifier => {
+                child_of_kind(path, self.name, self.identifier)
+            }
+            _ => None,
         }
     }
 }
