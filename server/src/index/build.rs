@@ -2,6 +2,8 @@
 //! once) and its refinement (tree-sitter over each file, committed in batches), and the
 //! documents a file's definitions and references become.
 
+use std::collections::HashMap;
+
 use super::*;
 
 impl Index {
@@ -433,17 +435,18 @@ impl Index {
         }
     }
 
-    /// The documents of one file: a definition or a reference each.
+    /// The documents of one file: one per definition, and one per referenced name holding all
+    /// of that name's sites (a file names the same callee many times: a document per site was
+    /// most of the index's documents, and of the cost of writing them).
     pub(super) fn documents(&self, relative: &str, extracted: &Extracted) -> Vec<TantivyDocument> {
         let f = self.fields;
-        let mut documents = Vec::new();
+        let mut documents = Vec::with_capacity(extracted.definitions.len() + 16);
         for definition in &extracted.definitions {
             let mut doc = TantivyDocument::new();
             doc.add_text(f.name, &definition.name);
             doc.add_text(f.name_raw, &definition.name);
             doc.add_text(f.name_lower, definition.name.to_lowercase());
             doc.add_text(f.kind, &definition.kind);
-            doc.add_text(f.role, "def");
             doc.add_text(f.path, relative);
             doc.add_u64(f.line, definition.line.into());
             doc.add_u64(f.column, definition.column.into());
@@ -458,16 +461,20 @@ impl Index {
             }
             documents.push(doc);
         }
+        // In the order names are first referenced, each name's sites in the file's order.
+        let mut by_name: HashMap<&str, usize> = HashMap::new();
         for reference in &extracted.references {
-            let mut doc = TantivyDocument::new();
-            doc.add_text(f.name_raw, &reference.name);
-            doc.add_text(f.name_lower, reference.name.to_lowercase());
-            doc.add_text(f.kind, &reference.kind);
-            doc.add_text(f.role, "ref");
-            doc.add_text(f.path, relative);
+            let at = *by_name.entry(&reference.name).or_insert_with(|| {
+                let mut doc = TantivyDocument::new();
+                doc.add_text(f.ref_name, &reference.name);
+                doc.add_text(f.path, relative);
+                documents.push(doc);
+                documents.len() - 1
+            });
+            let doc = &mut documents[at];
             doc.add_u64(f.line, reference.line.into());
             doc.add_u64(f.column, reference.column.into());
-            documents.push(doc);
+            doc.add_text(f.ref_kind, &reference.kind);
         }
         documents
     }

@@ -322,12 +322,5 @@ enum Update {
     Drop(String),
 }
 
-fn role_query(f: Fields, role: &str) -> Box<dyn Query> {
-    Box::new(TermQuery::new(
-        Term::from_field_text(f.role, role),
-        IndexRecordOption::Basic,
-    ))
-}
-
 #[cfg(test)]
 mod tests;

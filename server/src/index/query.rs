@@ -48,10 +48,9 @@ impl Index {
         if should.is_empty() {
             return Vec::new();
         }
-        let mut must: Vec<(Occur, Box<dyn Query>)> = vec![
-            (Occur::Must, Box::new(BooleanQuery::new(should))),
-            (Occur::Must, role_query(f, "def")),
-        ];
+        // Only definitions have these fields: no filter on what a document is.
+        let mut must: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
         if let Some(kind) = kind {
             must.push((
                 Occur::Must,
@@ -61,23 +60,18 @@ impl Index {
                 )),
             ));
         }
-        self.search(&BooleanQuery::new(must), limit)
+        self.search(&BooleanQuery::new(must), limit, Role::Definitions)
     }
 
     /// Where `name` is used (calls, implementations), by path and line.
     pub fn references(&self, name: &str, limit: usize) -> Vec<SymbolHit> {
         let f = self.fields;
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(f.name_raw, name),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ),
-            (Occur::Must, role_query(f, "ref")),
-        ]);
-        let mut hits = self.search(&query, limit.max(1) * 4);
+        let query = TermQuery::new(
+            Term::from_field_text(f.ref_name, name),
+            IndexRecordOption::Basic,
+        );
+        // A document per file that names it: `limit` of them hold at least `limit` sites.
+        let mut hits = self.search(&query, limit.max(1), Role::References);
         hits.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
         hits.truncate(limit);
         hits
@@ -86,17 +80,12 @@ impl Index {
     /// The definitions of one file, in order.
     pub fn outline(&self, relative: &str) -> Vec<SymbolHit> {
         let f = self.fields;
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(f.path, relative),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ),
-            (Occur::Must, role_query(f, "def")),
-        ]);
-        let mut hits = self.search(&query, 100_000);
+        // The file's reference documents match too; they make no definition hits.
+        let query = TermQuery::new(
+            Term::from_field_text(f.path, relative),
+            IndexRecordOption::Basic,
+        );
+        let mut hits = self.search(&query, 100_000, Role::Definitions);
         hits.sort_by_key(|hit| (hit.start_line, hit.line, hit.column));
         hits
     }
@@ -106,10 +95,11 @@ impl Index {
         self.read_manifest().files.clone()
     }
 
-    /// The best `limit` hits of `query`: from the disk index, except for the files updated
-    /// since its last commit, whose hits come from the in-memory index — scored with the disk
-    /// index's statistics, so that the two rank together.
-    pub(super) fn search(&self, query: &dyn Query, limit: usize) -> Vec<SymbolHit> {
+    /// The hits of the best `limit` documents of `query` that are `role`'s: from the disk
+    /// index, except for the files updated since its last commit, whose hits come from the
+    /// in-memory index — scored with the disk index's statistics, so that the two rank
+    /// together.
+    pub(super) fn search(&self, query: &dyn Query, limit: usize, role: Role) -> Vec<SymbolHit> {
         let searcher = self.reader.searcher();
         let top = TopDocs::with_limit(limit.max(1)).order_by_score();
         let recent = self
@@ -129,7 +119,10 @@ impl Index {
             let Ok(found) = searcher.search(query, &top) else {
                 return Vec::new();
             };
-            return self.hits(&searcher, found);
+            return self.hits(
+                found.into_iter().map(|(score, at)| (score, &searcher, at)),
+                role,
+            );
         };
         let current = BooleanQuery::new(vec![
             (Occur::Must, query.box_clone()),
@@ -141,50 +134,91 @@ impl Index {
         ) else {
             return Vec::new();
         };
-        let mut hits = self.hits(&searcher, on_disk);
-        hits.extend(self.hits(&recent_searcher, updated));
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(limit.max(1));
-        hits
+        let mut found: Vec<_> = on_disk
+            .into_iter()
+            .map(|(score, at)| (score, &searcher, at))
+            .chain(
+                updated
+                    .into_iter()
+                    .map(|(score, at)| (score, &recent_searcher, at)),
+            )
+            .collect();
+        found.sort_by(|a, b| b.0.total_cmp(&a.0));
+        found.truncate(limit.max(1));
+        self.hits(found, role)
     }
 
-    pub(super) fn hits(
+    /// The hits of documents found: a definition document is one hit, a reference document
+    /// one per site it holds; documents of the other role make none.
+    fn hits<'a>(
         &self,
-        searcher: &tantivy::Searcher,
-        top: Vec<(f32, tantivy::DocAddress)>,
+        found: impl IntoIterator<Item = (f32, &'a tantivy::Searcher, tantivy::DocAddress)>,
+        role: Role,
     ) -> Vec<SymbolHit> {
         let f = self.fields;
-        top.into_iter()
-            .filter_map(|(score, address)| {
-                let doc: TantivyDocument = searcher.doc(address).ok()?;
-                let text = |field| {
-                    doc.get_first(field)
-                        .and_then(|v| v.as_str())
-                        .map(str::to_owned)
-                };
-                let number =
-                    |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-                let line = number(f.line);
-                Some(SymbolHit {
-                    name: text(f.name_raw)?,
-                    kind: text(f.kind).unwrap_or_default(),
-                    path: text(f.path)?,
-                    line,
-                    column: number(f.column),
-                    start_line: doc
-                        .get_first(f.start_line)
-                        .and_then(|v| v.as_u64())
-                        .map_or(line, |n| n as u32),
-                    end_line: doc
-                        .get_first(f.end_line)
-                        .and_then(|v| v.as_u64())
-                        .map_or(line, |n| n as u32),
-                    container: text(f.container),
-                    signature: text(f.signature).unwrap_or_default(),
-                    doc: text(f.doc),
-                    score,
-                })
-            })
-            .collect()
+        let mut hits = Vec::new();
+        for (score, searcher, address) in found {
+            let Ok(doc) = searcher.doc::<TantivyDocument>(address) else {
+                continue;
+            };
+            let text = |field| {
+                doc.get_first(field)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            };
+            let numbers = |field| doc.get_all(field).map(|v| v.as_u64().unwrap_or(0) as u32);
+            let Some(path) = text(f.path) else { continue };
+            match role {
+                Role::Definitions => {
+                    let Some(name) = text(f.name_raw) else {
+                        continue;
+                    };
+                    let line = numbers(f.line).next().unwrap_or(0);
+                    hits.push(SymbolHit {
+                        name,
+                        kind: text(f.kind).unwrap_or_default(),
+                        path,
+                        line,
+                        column: numbers(f.column).next().unwrap_or(0),
+                        start_line: numbers(f.start_line).next().unwrap_or(line),
+                        end_line: numbers(f.end_line).next().unwrap_or(line),
+                        container: text(f.container),
+                        signature: text(f.signature).unwrap_or_default(),
+                        doc: text(f.doc),
+                        score,
+                    });
+                }
+                Role::References => {
+                    let Some(name) = text(f.ref_name) else {
+                        continue;
+                    };
+                    let kinds = doc.get_all(f.ref_kind).map(|v| v.as_str().unwrap_or(""));
+                    for ((line, column), kind) in numbers(f.line).zip(numbers(f.column)).zip(kinds)
+                    {
+                        hits.push(SymbolHit {
+                            name: name.clone(),
+                            kind: kind.to_owned(),
+                            path: path.clone(),
+                            line,
+                            column,
+                            start_line: line,
+                            end_line: line,
+                            container: None,
+                            signature: String::new(),
+                            doc: None,
+                            score,
+                        });
+                    }
+                }
+            }
+        }
+        hits
     }
+}
+
+/// Which documents a search is after: definitions, or the sites of references.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    Definitions,
+    References,
 }

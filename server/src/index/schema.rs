@@ -1,20 +1,26 @@
 //! The tantivy schema of the symbol index, and the tokenizer that splits identifiers.
 //!
-//! One document per definition or reference. `name` is searched through identifier parts
-//! (`parseHttpRequest` → `parsehttprequest`, `parse`, `http`, `request`), `name_raw` matches
-//! exact names, `name_lower` exact names regardless of case (and fuzzy terms); `path` deletes a
-//! file's documents in one term.
+//! One document per definition, and one per name a file references. A definition's `name` is
+//! searched through identifier parts (`parseHttpRequest` → `parsehttprequest`, `parse`,
+//! `http`, `request`), `name_raw` matches exact names, `name_lower` exact names regardless of
+//! case (and fuzzy terms). A reference document holds every site of one name in one file (its
+//! `line`, `column` and `ref_kind` values, in step) and is found by `ref_name` alone, so a
+//! symbol query meets definitions only without a filter. `path` deletes a file's documents in
+//! one term. Only what some query asks is indexed: the rest is stored; every indexed term is
+//! paid for on each of the hundreds of thousands of documents a cold index writes, twice (the
+//! lexical phase, then the tree-sitter pass).
 
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// Bumped whenever the schema, the tokenizer, what extraction stores or the manifest changes
 /// (4: files whose entries are still lexical are marked; 5: lexical call references, Rust
-/// calls through paths, columns counted from the line's start): an index of another format
-/// is rebuilt, never read.
-pub const FORMAT_VERSION: u32 = 5;
+/// calls through paths, columns counted from the line's start; 6: a document per referenced
+/// name and file, no role term, lines stored only): an index of another format is rebuilt,
+/// never read.
+pub const FORMAT_VERSION: u32 = 6;
 
 pub const IDENTIFIER_TOKENIZER: &str = "wright_identifier";
 
@@ -25,9 +31,11 @@ pub struct Fields {
     pub name_raw: Field,
     pub name_lower: Field,
     pub kind: Field,
-    /// `def` or `ref`.
-    pub role: Field,
+    /// A reference document's name, and each site's kind (in step with `line` and `column`).
+    pub ref_name: Field,
+    pub ref_kind: Field,
     pub path: Field,
+    /// A definition's line and column; a reference document's, one value per site.
     pub line: Field,
     pub column: Field,
     pub start_line: Field,
@@ -49,11 +57,12 @@ pub fn schema() -> (Schema, Fields) {
         name_raw: builder.add_text_field("name_raw", STRING | STORED),
         name_lower: builder.add_text_field("name_lower", STRING),
         kind: builder.add_text_field("kind", STRING | STORED),
-        role: builder.add_text_field("role", STRING | STORED),
+        ref_name: builder.add_text_field("ref_name", STRING | STORED),
+        ref_kind: builder.add_text_field("ref_kind", STORED),
         path: builder.add_text_field("path", STRING | STORED),
         line: builder.add_u64_field("line", STORED),
         column: builder.add_u64_field("column", STORED),
-        start_line: builder.add_u64_field("start_line", STORED | INDEXED),
+        start_line: builder.add_u64_field("start_line", STORED),
         end_line: builder.add_u64_field("end_line", STORED),
         container: builder.add_text_field("container", STORED),
         signature: builder.add_text_field("signature", STORED),

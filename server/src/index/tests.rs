@@ -134,6 +134,79 @@ fn queries_rank_exact_then_parts_then_near_misses() {
     assert_eq!(outline, ["parse_http_request", "HttpServer", "start"]);
 }
 
+/// A document holds every site of one name in one file: each site comes back as its own hit,
+/// with its own kind, in the file's order, in both phases and from a buffer.
+#[test]
+fn every_site_of_a_name_in_a_file_is_its_own_reference() {
+    let fixture = Fixture::new("sites");
+    let calls = "pub fn helper() {}
+pub struct Wrapper;
+impl Clone for Wrapper { fn clone(&self) -> Self { helper(); Wrapper } }
+pub fn twice() {
+    helper();
+    helper();
+}
+";
+    fixture.write("src/lib.rs", calls);
+    fixture.write(
+        "src/other.rs",
+        "pub fn other() { crate::helper() }
+",
+    );
+    let index = fixture.open();
+    let sites = |index: &Index, name: &str, limit: usize| -> Vec<(String, u32, u32, String)> {
+        index
+            .references(name, limit)
+            .into_iter()
+            .map(|hit| {
+                assert_eq!(hit.name, name);
+                (hit.path, hit.line, hit.column, hit.kind)
+            })
+            .collect()
+    };
+    let expected = [
+        ("src/lib.rs".to_owned(), 2, 51, "call".to_owned()),
+        ("src/lib.rs".to_owned(), 4, 4, "call".to_owned()),
+        ("src/lib.rs".to_owned(), 5, 4, "call".to_owned()),
+        ("src/other.rs".to_owned(), 0, 24, "call".to_owned()),
+    ];
+    lexical(&index);
+    assert_eq!(sites(&index, "helper", 10), expected);
+    index.refine(&|_| {}, &|| false).unwrap();
+    assert_eq!(sites(&index, "helper", 10), expected);
+    // Kinds per site: the trait an impl names is an implementation.
+    assert_eq!(
+        sites(&index, "Clone", 10),
+        [("src/lib.rs".to_owned(), 2, 5, "implementation".to_owned())]
+    );
+    // A limit counts sites, not documents.
+    assert_eq!(sites(&index, "helper", 2), expected[..2]);
+    // An outline is definitions only, though the file's reference documents share its path.
+    let outline: Vec<_> = index
+        .outline("src/lib.rs")
+        .into_iter()
+        .map(|h| h.name)
+        .collect();
+    assert_eq!(outline, ["helper", "Wrapper", "clone", "twice"]);
+    // Nor does a reference make a symbol.
+    assert_eq!(names(&index.symbols("helper", None, 10)), ["helper"]);
+
+    // A buffer's sites replace the file's, before and after the commit.
+    index.update_text(
+        "src/lib.rs",
+        "pub fn helper() {}
+fn once() { helper() }
+",
+    );
+    let updated = [
+        ("src/lib.rs".to_owned(), 1, 12, "call".to_owned()),
+        ("src/other.rs".to_owned(), 0, 24, "call".to_owned()),
+    ];
+    assert_eq!(sites(&index, "helper", 10), updated);
+    index.commit().unwrap();
+    assert_eq!(sites(&index, "helper", 10), updated);
+}
+
 #[test]
 fn buffer_updates_are_searchable_before_the_commit_and_rank_with_the_rest() {
     let fixture = Fixture::new("recent");
