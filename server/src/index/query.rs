@@ -122,6 +122,7 @@ impl Index {
             return self.hits(
                 found.into_iter().map(|(score, at)| (score, &searcher, at)),
                 role,
+                limit.max(1),
             );
         };
         let current = BooleanQuery::new(vec![
@@ -145,56 +146,69 @@ impl Index {
             .collect();
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
         found.truncate(limit.max(1));
-        self.hits(found, role)
+        self.hits(found, role, limit.max(1))
     }
 
-    /// The hits of documents found: a definition document is one hit, a reference document
-    /// one per site it holds; documents of the other role make none.
+    /// The first `limit` hits of documents found: a definition document is one hit, in the
+    /// order found; a reference document one per site it holds, by path and then in the
+    /// file's order (so that a limit keeps the same sites whichever order equal scores came
+    /// in; a file can name one function a hundred thousand times, and each hit is three
+    /// allocations). Documents of the other role make none.
     fn hits<'a>(
         &self,
         found: impl IntoIterator<Item = (f32, &'a tantivy::Searcher, tantivy::DocAddress)>,
         role: Role,
+        limit: usize,
     ) -> Vec<SymbolHit> {
         let f = self.fields;
+        let text = |doc: &TantivyDocument, field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        let mut documents: Vec<(f32, String, TantivyDocument)> = found
+            .into_iter()
+            .filter_map(|(score, searcher, address)| {
+                let doc = searcher.doc::<TantivyDocument>(address).ok()?;
+                Some((score, text(&doc, f.path)?, doc))
+            })
+            .collect();
+        if role == Role::References {
+            documents.sort_by(|a, b| a.1.cmp(&b.1));
+        }
         let mut hits = Vec::new();
-        for (score, searcher, address) in found {
-            let Ok(doc) = searcher.doc::<TantivyDocument>(address) else {
-                continue;
-            };
-            let text = |field| {
-                doc.get_first(field)
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned)
-            };
+        for (score, path, doc) in documents {
+            if hits.len() >= limit {
+                break;
+            }
             let numbers = |field| doc.get_all(field).map(|v| v.as_u64().unwrap_or(0) as u32);
-            let Some(path) = text(f.path) else { continue };
             match role {
                 Role::Definitions => {
-                    let Some(name) = text(f.name_raw) else {
+                    let Some(name) = text(&doc, f.name_raw) else {
                         continue;
                     };
                     let line = numbers(f.line).next().unwrap_or(0);
                     hits.push(SymbolHit {
                         name,
-                        kind: text(f.kind).unwrap_or_default(),
+                        kind: text(&doc, f.kind).unwrap_or_default(),
                         path,
                         line,
                         column: numbers(f.column).next().unwrap_or(0),
                         start_line: numbers(f.start_line).next().unwrap_or(line),
                         end_line: numbers(f.end_line).next().unwrap_or(line),
-                        container: text(f.container),
-                        signature: text(f.signature).unwrap_or_default(),
-                        doc: text(f.doc),
+                        container: text(&doc, f.container),
+                        signature: text(&doc, f.signature).unwrap_or_default(),
+                        doc: text(&doc, f.doc),
                         score,
                     });
                 }
                 Role::References => {
-                    let Some(name) = text(f.ref_name) else {
+                    let Some(name) = text(&doc, f.ref_name) else {
                         continue;
                     };
                     let kinds = doc.get_all(f.ref_kind).map(|v| v.as_str().unwrap_or(""));
-                    for ((line, column), kind) in numbers(f.line).zip(numbers(f.column)).zip(kinds)
-                    {
+                    let sites = numbers(f.line).zip(numbers(f.column)).zip(kinds);
+                    for ((line, column), kind) in sites.take(limit - hits.len()) {
                         hits.push(SymbolHit {
                             name: name.clone(),
                             kind: kind.to_owned(),
