@@ -235,7 +235,9 @@ impl Index {
             }
         }
         for path in &removed {
-            writer.delete_term(Term::from_field_text(self.fields.path, path));
+            for term in self.fields.file_terms(path) {
+                writer.delete_term(term);
+            }
             manifest.files.remove(path);
         }
         self.commit_locked(guard, manifest)?;
@@ -428,7 +430,9 @@ impl Index {
         relative: &str,
         documents: Vec<TantivyDocument>,
     ) {
-        writer.delete_term(Term::from_field_text(self.fields.path, relative));
+        for term in self.fields.file_terms(relative) {
+            writer.delete_term(term);
+        }
         for document in documents {
             // The writer only fails once it is already broken; the commit reports that.
             let _ = writer.add_document(document);
@@ -467,7 +471,7 @@ impl Index {
             let at = *by_name.entry(&reference.name).or_insert_with(|| {
                 let mut doc = TantivyDocument::new();
                 doc.add_text(f.ref_name, &reference.name);
-                doc.add_text(f.path, relative);
+                doc.add_text(f.ref_path, relative);
                 documents.push(doc);
                 documents.len() - 1
             });

@@ -37,7 +37,9 @@ impl Index {
     pub fn remove(&self, relative: &str) {
         let guard = self.lock_writer();
         let Some(writer) = guard.as_ref() else { return };
-        writer.delete_term(Term::from_field_text(self.fields.path, relative));
+        for term in self.fields.file_terms(relative) {
+            writer.delete_term(term);
+        }
         self.update_recent(relative, Vec::new());
         self.manifest
             .write()

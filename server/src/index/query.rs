@@ -71,7 +71,7 @@ impl Index {
             IndexRecordOption::Basic,
         );
         // A document per file that names it: `limit` of them hold at least `limit` sites.
-        let mut hits = self.search(&query, limit.max(1), Role::References);
+        let mut hits = self.search(&query, limit, Role::References);
         hits.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
         hits.truncate(limit);
         hits
@@ -80,7 +80,6 @@ impl Index {
     /// The definitions of one file, in order.
     pub fn outline(&self, relative: &str) -> Vec<SymbolHit> {
         let f = self.fields;
-        // The file's reference documents match too; they make no definition hits.
         let query = TermQuery::new(
             Term::from_field_text(f.path, relative),
             IndexRecordOption::Basic,
@@ -100,8 +99,9 @@ impl Index {
     /// in-memory index — scored with the disk index's statistics, so that the two rank
     /// together.
     pub(super) fn search(&self, query: &dyn Query, limit: usize, role: Role) -> Vec<SymbolHit> {
+        let limit = limit.max(1);
         let searcher = self.reader.searcher();
-        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let top = TopDocs::with_limit(limit).order_by_score();
         let recent = self
             .recent
             .lock()
@@ -109,11 +109,11 @@ impl Index {
             .as_ref()
             .filter(|recent| !recent.paths().is_empty())
             .map(|recent| {
-                let paths = recent
+                let terms = recent
                     .paths()
                     .iter()
-                    .map(|path| Term::from_field_text(self.fields.path, path));
-                (recent.searcher(), TermSetQuery::new(paths))
+                    .flat_map(|path| self.fields.file_terms(path));
+                (recent.searcher(), TermSetQuery::new(terms))
             });
         let Some((recent_searcher, outdated)) = recent else {
             let Ok(found) = searcher.search(query, &top) else {
@@ -122,7 +122,7 @@ impl Index {
             return self.hits(
                 found.into_iter().map(|(score, at)| (score, &searcher, at)),
                 role,
-                limit.max(1),
+                limit,
             );
         };
         let current = BooleanQuery::new(vec![
@@ -145,8 +145,8 @@ impl Index {
             )
             .collect();
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
-        found.truncate(limit.max(1));
-        self.hits(found, role, limit.max(1))
+        found.truncate(limit);
+        self.hits(found, role, limit)
     }
 
     /// The first `limit` hits of documents found: a definition document is one hit, in the
@@ -166,11 +166,15 @@ impl Index {
                 .and_then(|v| v.as_str())
                 .map(str::to_owned)
         };
+        let path_field = match role {
+            Role::Definitions => f.path,
+            Role::References => f.ref_path,
+        };
         let mut documents: Vec<(f32, String, TantivyDocument)> = found
             .into_iter()
             .filter_map(|(score, searcher, address)| {
                 let doc = searcher.doc::<TantivyDocument>(address).ok()?;
-                Some((score, text(&doc, f.path)?, doc))
+                Some((score, text(&doc, path_field)?, doc))
             })
             .collect();
         if role == Role::References {

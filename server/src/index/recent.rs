@@ -10,14 +10,14 @@
 use std::collections::BTreeSet;
 
 use tantivy::schema::TantivyDocument;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyError, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyError};
 
 use super::schema::{self, Fields};
 
 pub(super) struct Recent {
     writer: IndexWriter,
     reader: IndexReader,
-    path_field: tantivy::schema::Field,
+    fields: Fields,
     paths: BTreeSet<String>,
 }
 
@@ -36,7 +36,7 @@ impl Recent {
         Ok(Self {
             writer,
             reader,
-            path_field: fields.path,
+            fields: *fields,
             paths: BTreeSet::new(),
         })
     }
@@ -49,8 +49,9 @@ impl Recent {
         documents: Vec<TantivyDocument>,
     ) -> Result<(), TantivyError> {
         self.paths.insert(relative.to_owned());
-        self.writer
-            .delete_term(Term::from_field_text(self.path_field, relative));
+        for term in self.fields.file_terms(relative) {
+            self.writer.delete_term(term);
+        }
         for document in documents {
             self.writer.add_document(document)?;
         }

@@ -5,11 +5,14 @@
 //! `http`, `request`), `name_raw` matches exact names, `name_lower` exact names regardless of
 //! case (and fuzzy terms). A reference document holds every site of one name in one file (its
 //! `line`, `column` and `ref_kind` values, in step) and is found by `ref_name` alone, so a
-//! symbol query meets definitions only without a filter. `path` deletes a file's documents in
-//! one term. Only what some query asks is indexed: the rest is stored; every indexed term is
+//! symbol query meets definitions only without a filter. A definition's file is its `path`, a
+//! reference document's its `ref_path`, so an outline meets definitions only too; the two
+//! terms of [`Fields::file_terms`] select all of a file's documents. Only what some query asks
+//! is indexed: the rest is stored; every indexed term is
 //! paid for on each of the hundreds of thousands of documents a cold index writes, twice (the
 //! lexical phase, then the tree-sitter pass).
 
+use tantivy::Term;
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
@@ -34,7 +37,10 @@ pub struct Fields {
     /// A reference document's name, and each site's kind (in step with `line` and `column`).
     pub ref_name: Field,
     pub ref_kind: Field,
+    /// A definition's file.
     pub path: Field,
+    /// A reference document's file.
+    pub ref_path: Field,
     /// A definition's line and column; a reference document's, one value per site.
     pub line: Field,
     pub column: Field,
@@ -60,6 +66,7 @@ pub fn schema() -> (Schema, Fields) {
         ref_name: builder.add_text_field("ref_name", STRING | STORED),
         ref_kind: builder.add_text_field("ref_kind", STORED),
         path: builder.add_text_field("path", STRING | STORED),
+        ref_path: builder.add_text_field("ref_path", STRING | STORED),
         line: builder.add_u64_field("line", STORED),
         column: builder.add_u64_field("column", STORED),
         start_line: builder.add_u64_field("start_line", STORED),
@@ -69,6 +76,17 @@ pub fn schema() -> (Schema, Fields) {
         doc: builder.add_text_field("doc", STORED),
     };
     (builder.build(), fields)
+}
+
+impl Fields {
+    /// The terms that select every document of the file `relative`: its definitions' and its
+    /// reference documents'.
+    pub fn file_terms(&self, relative: &str) -> [Term; 2] {
+        [
+            Term::from_field_text(self.path, relative),
+            Term::from_field_text(self.ref_path, relative),
+        ]
+    }
 }
 
 /// The lowercase parts of an identifier: the whole word, then its words when it has several

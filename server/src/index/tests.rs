@@ -205,6 +205,17 @@ fn once() { helper() }
     assert_eq!(sites(&index, "helper", 10), updated);
     index.commit().unwrap();
     assert_eq!(sites(&index, "helper", 10), updated);
+
+    // A file's sites go with it: removed from a buffer's side, or deleted on disk.
+    index.remove("src/other.rs");
+    assert_eq!(sites(&index, "helper", 10), updated[..1]);
+    index.commit().unwrap();
+    assert_eq!(sites(&index, "helper", 10), updated[..1]);
+    for file in ["src/lib.rs", "src/other.rs"] {
+        std::fs::remove_file(fixture.root().join(file)).unwrap();
+    }
+    refresh(&index);
+    assert_eq!(sites(&index, "helper", 10), []);
 }
 
 #[test]
