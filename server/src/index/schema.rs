@@ -7,10 +7,11 @@
 //! `line`, `column` and `ref_kind` values, in step) and is found by `ref_name` alone, so a
 //! symbol query meets definitions only without a filter. A definition's file is its `path`, a
 //! reference document's its `ref_path`, so an outline meets definitions only too; the two
-//! terms of [`Fields::file_terms`] select all of a file's documents. Only what some query asks
-//! is indexed: the rest is stored; every indexed term is
-//! paid for on each of the hundreds of thousands of documents a cold index writes, twice (the
-//! lexical phase, then the tree-sitter pass).
+//! terms of [`Fields::file_terms`] select all of a file's documents.
+//!
+//! Only what some query asks is indexed, the rest is stored: every indexed term is paid for
+//! on each of the hundreds of thousands of documents a cold index writes, twice (the lexical
+//! phase, then the tree-sitter pass).
 
 use tantivy::Term;
 use tantivy::schema::{
@@ -21,8 +22,8 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 /// Bumped whenever the schema, the tokenizer, what extraction stores or the manifest changes
 /// (4: files whose entries are still lexical are marked; 5: lexical call references, Rust
 /// calls through paths, columns counted from the line's start; 6: a document per referenced
-/// name and file, no role term, lines stored only): an index of another format is rebuilt,
-/// never read.
+/// name and file, no role term, a path field per kind of document, start lines stored only):
+/// an index of another format is rebuilt, never read.
 pub const FORMAT_VERSION: u32 = 6;
 
 pub const IDENTIFIER_TOKENIZER: &str = "wright_identifier";
