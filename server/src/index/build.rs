@@ -235,9 +235,7 @@ impl Index {
             }
         }
         for path in &removed {
-            for term in self.fields.file_terms(path) {
-                writer.delete_term(term);
-            }
+            self.fields.delete_file(writer, path);
             manifest.files.remove(path);
         }
         self.commit_locked(guard, manifest)?;
@@ -430,9 +428,7 @@ impl Index {
         relative: &str,
         documents: Vec<TantivyDocument>,
     ) {
-        for term in self.fields.file_terms(relative) {
-            writer.delete_term(term);
-        }
+        self.fields.delete_file(writer, relative);
         for document in documents {
             // The writer only fails once it is already broken; the commit reports that.
             let _ = writer.add_document(document);

@@ -37,9 +37,7 @@ impl Index {
     pub fn remove(&self, relative: &str) {
         let guard = self.lock_writer();
         let Some(writer) = guard.as_ref() else { return };
-        for term in self.fields.file_terms(relative) {
-            writer.delete_term(term);
-        }
+        self.fields.delete_file(writer, relative);
         self.update_recent(relative, Vec::new());
         self.manifest
             .write()

@@ -49,9 +49,7 @@ impl Recent {
         documents: Vec<TantivyDocument>,
     ) -> Result<(), TantivyError> {
         self.paths.insert(relative.to_owned());
-        for term in self.fields.file_terms(relative) {
-            self.writer.delete_term(term);
-        }
+        self.fields.delete_file(&self.writer, relative);
         for document in documents {
             self.writer.add_document(document)?;
         }

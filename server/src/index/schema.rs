@@ -7,17 +7,18 @@
 //! `line`, `column` and `ref_kind` values, in step) and is found by `ref_name` alone, so a
 //! symbol query meets definitions only without a filter. A definition's file is its `path`, a
 //! reference document's its `ref_path`, so an outline meets definitions only too; the two
-//! terms of [`Fields::file_terms`] select all of a file's documents.
+//! terms of [`Fields::file_terms`] select all of a file's documents, and every delete of a
+//! file goes through [`Fields::delete_file`].
 //!
 //! Only what some query asks is indexed, the rest is stored: every indexed term is paid for
 //! on each of the hundreds of thousands of documents a cold index writes, twice (the lexical
 //! phase, then the tree-sitter pass).
 
-use tantivy::Term;
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use tantivy::{IndexWriter, Term};
 
 /// Bumped whenever the schema, the tokenizer, what extraction stores or the manifest changes
 /// (4: files whose entries are still lexical are marked; 5: lexical call references, Rust
@@ -87,6 +88,13 @@ impl Fields {
             Term::from_field_text(self.path, relative),
             Term::from_field_text(self.ref_path, relative),
         ]
+    }
+
+    /// Deletes every document of the file `relative` from `writer` (effective at its commit).
+    pub fn delete_file(&self, writer: &IndexWriter, relative: &str) {
+        for term in self.file_terms(relative) {
+            writer.delete_term(term);
+        }
     }
 }
 
