@@ -391,8 +391,8 @@ impl Index {
     }
 
     /// Scans one file lexically and adds its documents (after deleting its old ones); its
-    /// record is marked lexical, for [`Index::refine`]. A language without a lexical scanner
-    /// has no documents until then.
+    /// record is marked lexical, for [`Index::refine`], unless the scan is complete (Rust).
+    /// A language without a lexical scanner has no documents until then.
     pub(super) fn index_lexical(
         &self,
         writer: &IndexWriter,
@@ -404,19 +404,20 @@ impl Index {
     ) -> FileRecord {
         // A scanner bug on one file must not take the whole index down: that file waits for
         // the tree-sitter pass instead.
-        let scanned = std::panic::catch_unwind(|| lexical::scan(language, text));
-        let extracted = scanned
-            .unwrap_or_else(|_| {
+        let scanned =
+            std::panic::catch_unwind(|| lexical::scan(language, text)).unwrap_or_else(|_| {
                 tracing::error!(
                     path = relative,
                     "the lexical scan failed; tree-sitter will index the file"
                 );
                 None
-            })
-            .unwrap_or_default();
+            });
+        // A complete scan is the file's final entry: the refinement passes it by.
+        let complete = scanned.is_some() && lexical::is_complete(language);
+        let extracted = scanned.unwrap_or_default();
         self.add(writer, relative, self.documents(relative, &extracted));
         FileRecord {
-            lexical: true,
+            lexical: !complete,
             ..FileRecord::new(text.len() as u64, mtime_ns, hash, &extracted)
         }
     }

@@ -296,7 +296,12 @@ pub(super) fn signature(line: &str) -> String {
 
 /// Comment lines directly above a definition (no blank line between), markers stripped; for
 /// Python, the docstring that opens the body.
-fn doc_comment(language: Language, source: &str, start: usize, end: usize) -> Option<String> {
+pub(super) fn doc_comment(
+    language: Language,
+    source: &str,
+    start: usize,
+    end: usize,
+) -> Option<String> {
     if language == Language::Python
         && let Some(doc) = python_docstring(&source[start..end.min(source.len())])
     {

@@ -5,8 +5,10 @@
 //! definitions from a lexical scan (`lexical/`) and commits, so the workspace is searchable in
 //! about the time a tags program takes; [`Index::refine`] then replaces each file's lexical
 //! entries with the tree-sitter extraction (references, doc comments, ranges), a batch per
-//! commit. The manifest marks the files still lexical, so an interrupted refinement resumes at
-//! the next open instead of trusting lexical entries as final.
+//! commit. A language whose scan is complete (Rust, `lexical::is_complete`) skips phase 2:
+//! its scan gives what tree-sitter would. The manifest marks the files still lexical, so an
+//! interrupted refinement resumes at the next open instead of trusting lexical entries as
+//! final.
 //!
 //! Invariants: parse trees never outlive the extraction of one file (a whole workspace of
 //! trees would not fit in memory); an index on disk is trusted only when its format version

@@ -401,9 +401,9 @@ fn a_second_process_reads_an_index_whose_writer_is_taken() {
     assert!(!fixture.open().read_only());
 }
 
-/// A file whose tree-sitter extraction has what the lexical scan lacks: a doc comment and
-/// references.
-const DOCUMENTED: &str = "/// Parses a request.\npub fn parse_http_request() {}\n\npub fn serve() { parse_http_request() }\n";
+/// A file whose tree-sitter extraction has what the lexical scan lacks: a doc comment (Python:
+/// its scan is not complete, so its files wait for the tree-sitter pass).
+const DOCUMENTED: &str = "# Parses a request.\ndef parse_http_request():\n    pass\n\ndef serve():\n    parse_http_request()\n";
 
 fn lexical(index: &Index) -> Report {
     index.refresh_lexical(&|_| {}).unwrap()
@@ -412,38 +412,49 @@ fn lexical(index: &Index) -> Report {
 #[test]
 fn lexical_phase_is_searchable_then_refined_with_references_and_docs() {
     let fixture = Fixture::new("two-phase");
-    fixture.write("src/lib.rs", DOCUMENTED);
-    fixture.write("app.py", "def main():\n    serve()\n");
-    fixture.write("empty.rs", "");
+    fixture.write("src/lib.py", DOCUMENTED);
+    fixture.write("app.rs", "/// Starts.\nfn main() {\n    serve();\n}\n");
+    fixture.write("empty.py", "");
     let index = fixture.open();
 
     let report = lexical(&index);
-    assert_eq!((report.files, report.lexical_files), (3, 3));
+    assert_eq!((report.files, report.lexical_files), (3, 2));
     let hits = index.symbols("parse_http_request", None, 5);
     assert_eq!(names(&hits), ["parse_http_request"]);
-    assert_eq!((hits[0].line, hits[0].column), (1, 7));
-    assert_eq!(hits[0].doc, None, "the lexical scan reads no doc comments");
+    assert_eq!((hits[0].line, hits[0].column), (1, 4));
+    assert_eq!(
+        hits[0].doc, None,
+        "Python's lexical scan reads no doc comments"
+    );
     // Call sites are there from the lexical scan on.
     let refs = index.references("parse_http_request", 5);
     assert_eq!(refs.len(), 1);
-    assert_eq!((refs[0].line, refs[0].column), (3, 17));
-    assert_eq!(index.references("serve", 5)[0].path, "app.py");
-    assert!(index.files().values().all(|record| record.lexical));
+    assert_eq!((refs[0].line, refs[0].column), (5, 4));
+    assert_eq!(index.references("serve", 5)[0].path, "app.rs");
+    // A Rust file is complete after the lexical phase: its doc comment is there, and it
+    // waits for no tree-sitter pass.
+    assert_eq!(
+        index.symbols("main", None, 1)[0].doc.as_deref(),
+        Some("Starts.")
+    );
+    let files = index.files();
+    assert!(!files["app.rs"].lexical);
+    assert!(files["src/lib.py"].lexical && files["empty.py"].lexical);
 
     let refined = index.refine(&|_| {}, &|| false).unwrap();
-    assert_eq!((refined.refined, refined.remaining), (3, 0));
+    assert_eq!((refined.refined, refined.remaining), (2, 0));
     let hits = index.symbols("parse_http_request", None, 5);
     assert_eq!(names(&hits), ["parse_http_request"]);
     assert_eq!(hits[0].doc.as_deref(), Some("Parses a request."));
     assert_eq!(index.references("parse_http_request", 5).len(), 1);
-    assert_eq!(index.references("serve", 5)[0].path, "app.py");
+    assert_eq!(index.references("serve", 5)[0].path, "app.rs");
     assert!(index.files().values().all(|record| !record.lexical));
 }
 
 #[test]
 fn an_edit_during_refinement_is_not_overwritten_by_the_disk() {
     let fixture = Fixture::new("refine-edit");
-    fixture.write("src/lib.rs", DOCUMENTED);
+    fixture.write("src/lib.py", DOCUMENTED);
     let index = fixture.open();
     lexical(&index);
 
@@ -452,7 +463,9 @@ fn an_edit_during_refinement_is_not_overwritten_by_the_disk() {
     let edited = std::sync::Once::new();
     let refined = index
         .refine(&|_| {}, &|| {
-            edited.call_once(|| index.update_text("src/lib.rs", "pub fn edited_in_buffer() {}\n"));
+            edited.call_once(|| {
+                index.update_text("src/lib.py", "def edited_in_buffer():\n    pass\n")
+            });
             false
         })
         .unwrap();
@@ -467,18 +480,18 @@ fn an_edit_during_refinement_is_not_overwritten_by_the_disk() {
     drop(index);
     let index = fixture.open();
     lexical(&index);
-    let record = index.files()["src/lib.rs"].clone();
+    let record = index.files()["src/lib.py"].clone();
     assert!(record.lexical);
-    index.update_text("src/lib.rs", "pub fn newer() {}\n");
-    assert!(!index.refine_file("src/lib.rs", record.hash));
+    index.update_text("src/lib.py", "def newer():\n    pass\n");
+    assert!(!index.refine_file("src/lib.py", record.hash));
     assert_eq!(names(&index.symbols("newer", None, 5)), ["newer"]);
 }
 
 #[test]
 fn an_interrupted_refinement_resumes_after_a_restart() {
     let fixture = Fixture::new("refine-resume");
-    fixture.write("src/lib.rs", DOCUMENTED);
-    fixture.write("src/other.rs", "pub fn other() { serve() }\n");
+    fixture.write("src/lib.py", DOCUMENTED);
+    fixture.write("src/other.py", "def other():\n    serve()\n");
     let index = fixture.open();
     lexical(&index);
     let stopped = index.refine(&|_| {}, &|| true).unwrap();
@@ -491,7 +504,7 @@ fn an_interrupted_refinement_resumes_after_a_restart() {
     assert!(index.files().values().all(|record| record.lexical));
     let report = refresh(&index);
     assert_eq!((report.parsed, report.lexical_files), (0, 0));
-    assert_eq!(index.references("serve", 5)[0].path, "src/other.rs");
+    assert_eq!(index.references("serve", 5)[0].path, "src/other.py");
     assert_eq!(
         index.symbols("parse_http_request", None, 1)[0]
             .doc

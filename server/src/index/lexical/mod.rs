@@ -1,15 +1,23 @@
 //! Phase 1 of a cold index: definitions found by a lexical scan, no parse tree, so that a
 //! workspace is searchable in the time a tags program takes; the tree-sitter pass (phase 2)
-//! then replaces each file's entries with the full extraction.
+//! then replaces each file's entries with the full extraction — except where the scan is
+//! complete already.
 //!
 //! One scanner per language reads the tokens of [`lexer`] (comments skipped, strings hidden)
 //! and yields definitions with the tree-sitter extractor's kind names, line, column, signature
 //! line, the lines of its body where a block or indentation shows them, and, where the
 //! scanner tracks blocks anyway, the container; and the call sites (a name, not a keyword,
-//! followed by `(`, or a Rust macro's `!`), the references the grammars' tags queries mostly
-//! find, so the definition→reference graph exists from the start. No doc comments, and no
-//! type references: those come with phase 2. Every supported language has a scanner; one added without a scanner gets
-//! `None` here, and its files have no entries until phase 2.
+//! followed by `(`), the references the grammars' tags queries mostly find, so the
+//! definition→reference graph exists from the start. No doc comments, and no type
+//! references: those come with phase 2.
+//!
+//! Rust's scanner ([`rust`]) is the exception: it gives everything the tree-sitter walk gives
+//! (doc comments, spans, containers, calls and `impl` references, macro tokens left alone),
+//! and `tests` holds the two equal on every Rust file of this repository, so a Rust file is
+//! complete after phase 1 ([`is_complete`]): Rust is most of what a cold index of a Rust
+//! workspace spends its time on, and the parse was most of that. Every supported language
+//! has a scanner; one added without a scanner gets `None` here, and its files have no
+//! entries until phase 2.
 
 mod c;
 mod go;
@@ -24,6 +32,12 @@ use super::extract::{Definition, Extracted, Reference, line_and_column, signatur
 use crate::languages::Language;
 use lexer::Token;
 
+/// Whether the scan of `language` is complete: the same entries as the tree-sitter extraction
+/// (held equal on real files by `tests`), so its files need no tree-sitter pass.
+pub fn is_complete(language: Language) -> bool {
+    language == Language::Rust
+}
+
 /// The definitions of `source` found lexically (`None` would mean `language` has no scanner).
 pub fn scan(language: Language, source: &str) -> Option<Extracted> {
     let tokens = lexer::tokens(language, source);
@@ -34,7 +48,7 @@ pub fn scan(language: Language, source: &str) -> Option<Extracted> {
         _ => Some(false),
     };
     match language {
-        Language::Rust => rust::scan(source, &tokens, &mut out),
+        Language::Rust => return Some(rust::scan(source, &tokens)),
         Language::Python => python::scan(source, &tokens, &mut out),
         // A `.h` file may be C++: C is read with C++'s few extra forms, as ctags reads both.
         Language::C | Language::Cpp => c::scan(source, &tokens, &mut out),

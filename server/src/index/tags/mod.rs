@@ -73,7 +73,7 @@ fn parse(language: Language, source: &str) -> Result<tree_sitter::Tree, ExtractE
 /// The line of the name starting at `name_start`, `column` bytes into its line, as
 /// tree-sitter-tags gives it: leading and trailing whitespace trimmed, at most
 /// [`MAX_LINE_LEN`] bytes and never a broken character.
-fn line_range(text: &[u8], name_start: usize, column: usize) -> Range<usize> {
+pub(in crate::index) fn line_range(text: &[u8], name_start: usize, column: usize) -> Range<usize> {
     let mut start = name_start - column;
     while start < text.len() && text[start].is_ascii_whitespace() {
         start += 1;
