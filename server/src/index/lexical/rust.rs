@@ -353,10 +353,7 @@ impl Scanner<'_> {
             // `try!(e)`: the grammar reads `try` as a keyword, and `e` as an expression.
             return i + 2;
         }
-        if next.is_some_and(|t| t.is(b'!'))
-            && let Some(group) = tokens.get(i + 2)
-            && matches!(group.kind, Tok::Punct(b'(' | b'[' | b'{'))
-        {
+        if self.is_macro_call(i) {
             self.reference(i, "call");
             return self.past(i + 2);
         }
@@ -378,20 +375,7 @@ impl Scanner<'_> {
                 && tokens[i - 1].is(b'.')
                 && !(i > 1 && tokens[i - 2].is(b'.') && tokens[i - 2].end == tokens[i - 1].start);
             // The arguments are types, but a type may be a macro's (`Token![,]`).
-            let mut j = i + 4;
-            while j < after {
-                if tokens[j].is_name()
-                    && tokens.get(j + 1).is_some_and(|t| t.is(b'!'))
-                    && tokens
-                        .get(j + 2)
-                        .is_some_and(|t| matches!(t.kind, Tok::Punct(b'(' | b'[' | b'{')))
-                {
-                    self.reference(j, "call");
-                    j = self.past(j + 2);
-                } else {
-                    j += 1;
-                }
-            }
+            self.macro_calls(i + 4, after);
             if tokens.get(after).is_some_and(|t| t.is(b'(')) && !method && !self.in_pattern() {
                 self.reference(i, "call");
             }
@@ -694,12 +678,24 @@ impl Scanner<'_> {
         {
             return;
         }
-        let mut j = open + 3;
-        while j + 2 < end {
-            if tokens[j].is_name()
-                && tokens[j + 1].is(b'!')
-                && matches!(tokens[j + 2].kind, Tok::Punct(b'(' | b'[' | b'{'))
-            {
+        self.macro_calls(open + 3, end);
+    }
+
+    /// Whether the name at `i` calls a macro: `name!` and a group.
+    fn is_macro_call(&self, i: usize) -> bool {
+        let tokens = self.tokens;
+        tokens[i].is_name()
+            && tokens.get(i + 1).is_some_and(|t| t.is(b'!'))
+            && tokens
+                .get(i + 2)
+                .is_some_and(|t| matches!(t.kind, Tok::Punct(b'(' | b'[' | b'{')))
+    }
+
+    /// The macro calls among tokens `from..end`, each macro's own tokens skipped.
+    fn macro_calls(&mut self, from: usize, end: usize) {
+        let mut j = from;
+        while j < end {
+            if self.is_macro_call(j) {
                 self.reference(j, "call");
                 j = self.past(j + 2);
             } else {

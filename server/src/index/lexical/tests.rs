@@ -1,8 +1,6 @@
 //! Tricky inputs for the lexical scanners: definitions hidden in comments and strings are not
 //! found, the ones around them are, with the tree-sitter extractor's kind names.
 
-use std::path::{Path, PathBuf};
-
 use super::scan;
 use crate::index::extract;
 use crate::languages::Language;
@@ -425,33 +423,11 @@ fn patterns(Wrapper(w): Wrapper, f: impl Fn(u8) -> u8) -> Option<u8> {
 }
 "####;
 
-/// The `.rs` files under `dir`, build output and version control aside.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if path.is_dir() {
-            if name != "target" && name != ".git" {
-                rust_files(&path, out);
-            }
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn the_rust_scan_gives_what_the_tree_sitter_extraction_gives() {
     assert!(super::is_complete(Language::Rust));
     let mut sources = vec![("forms".to_owned(), RUST_FORMS.to_owned())];
-    let mut files = Vec::new();
-    rust_files(
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(),
-        &mut files,
-    );
+    let files = crate::index::tags::tests::repository_rust_files();
     assert!(
         files.len() > 100,
         "the repository's Rust files: {}",

@@ -121,7 +121,7 @@ fn tag(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
@@ -142,15 +142,21 @@ mod tests {
         }
     }
 
-    /// Real Rust: this repository's sources, and those of a few crates it is built from in
-    /// the cargo registry (present wherever it was built). `WRIGHT_TAGS_CORPUS` adds a
-    /// folder (the whole registry, say, for a longer check).
-    fn real_rust_files() -> Vec<PathBuf> {
+    /// This repository's Rust sources, sorted by folder and path.
+    pub(in crate::index) fn repository_rust_files() -> Vec<PathBuf> {
         let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut files = Vec::new();
         for folder in ["server", "protocol", "xtask", "tests"] {
             rust_files(&repository.join(folder), &mut files);
         }
+        files
+    }
+
+    /// Real Rust: this repository's sources, and those of a few crates it is built from in
+    /// the cargo registry (present wherever it was built). `WRIGHT_TAGS_CORPUS` adds a
+    /// folder (the whole registry, say, for a longer check).
+    fn real_rust_files() -> Vec<PathBuf> {
+        let mut files = repository_rust_files();
         let cargo_home = std::env::var_os("CARGO_HOME")
             .map(PathBuf::from)
             .or_else(|| Some(PathBuf::from(std::env::var_os("HOME")?).join(".cargo")));
